@@ -1,0 +1,1 @@
+"""rag-eval-assets: RAG evaluation as Dagster software-defined assets."""

@@ -1,0 +1,1 @@
+"""Corpus: document loaders, chunking, stable chunk ids, anchors and gold resolution."""
