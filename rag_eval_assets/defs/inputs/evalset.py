@@ -1,0 +1,85 @@
+"""The frozen evalset and its deterministic dev subset."""
+
+
+import dagster as dg
+import pandas as pd
+
+from rag_eval_assets.defs.metadata import preview, version_metadata
+from rag_eval_assets.defs.resources import RagEvalSettings
+from rag_eval_assets.evalset.freeze import eval_set_version, evalset_sha256
+from rag_eval_assets.evalset.frozen_store import freeze
+from rag_eval_assets.evalset.load import load_evalset
+from rag_eval_assets.evalset.subset import dev_subset as make_dev_subset
+from rag_eval_assets.evalset.tables import questions_from_frame, questions_to_frame
+from rag_eval_assets.runs.versions import VersionTuple
+
+FROZEN_CHECK = "frozen_version_unchanged"
+
+
+def _counts(df: pd.DataFrame, column: str) -> dg.MetadataValue:
+    return dg.MetadataValue.json({str(k): int(v) for k, v in df[column].fillna("(none)").value_counts().items()})
+
+
+@dg.asset(
+    group_name="inputs",
+    kinds={"pandas", "parquet"},
+    check_specs=[
+        dg.AssetCheckSpec(
+            FROZEN_CHECK,
+            asset="evalset",
+            blocking=True,
+            description="The evalset file has not changed since it was first frozen under this version name.",
+        )
+    ],
+)
+def evalset(context: dg.AssetExecutionContext, settings: RagEvalSettings):
+    """The evaluation questions, frozen: content sha256 -> eval_set_version (name@sha) and the data version."""
+    s = settings.load()
+    questions = load_evalset(s.evalset.path, s.evalset.format)
+    sha = evalset_sha256(s.evalset.path)
+    version = eval_set_version(s.evalset.name, sha)
+    record = freeze(s.evalset.path, s.frozen_dir, s.evalset.name, sha)
+    df = questions_to_frame(questions)
+    versions = VersionTuple().with_part("dataset", evalset_sha256=sha, eval_set_version=version)
+    yield dg.Output(
+        df,
+        data_version=dg.DataVersion(sha),
+        metadata={
+            "eval_set_version": version,
+            "evalset_sha256": sha,
+            "evalset_path": str(s.evalset.path),
+            "format": ", ".join(sorted(df["format"].unique())),
+            "questions": len(df),
+            "by_type": _counts(df, "type"),
+            "by_category": _counts(df, "category"),
+            "preview": preview(df, ["id", "question", "type", "category", "answerable"]),
+            **version_metadata(versions),
+        },
+    )
+    yield dg.AssetCheckResult(
+        check_name=FROZEN_CHECK,
+        passed=record.unchanged,
+        metadata={"name": s.evalset.name, "sha256": sha, "registered_sha256": record.registered_sha256},
+        description=None
+        if record.unchanged
+        else f"{s.evalset.path} changed after it was frozen as {s.evalset.name}@{record.registered_sha256[:12]}; "
+        "give the edited file a new evalset.name",
+    )
+
+
+@dg.asset(group_name="inputs", kinds={"pandas", "parquet"})
+def dev_subset(settings: RagEvalSettings, evalset: pd.DataFrame) -> dg.Output[pd.DataFrame]:
+    """A deterministic stratified subset for quick gates (seed 003's dev100), by type and category."""
+    s = settings.load()
+    picked = make_dev_subset(questions_from_frame(evalset), s.dev_subset.size, s.dev_subset.seed)
+    ids = {q.id for q in picked}
+    df = evalset[evalset["id"].isin(ids)].reset_index(drop=True)
+    return dg.Output(
+        df,
+        metadata={
+            "questions": len(df),
+            "size": s.dev_subset.size,
+            "seed": s.dev_subset.seed,
+            "by_type": _counts(df, "type"),
+        },
+    )

@@ -1,0 +1,15 @@
+"""The settings resource: every asset reads the same `rag_eval.yaml`."""
+
+
+import dagster as dg
+
+from rag_eval_assets.settings import Settings, load_settings
+
+
+class RagEvalSettings(dg.ConfigurableResource):
+    """Path of the project configuration file (`rag_eval.yaml`)."""
+
+    config_path: str
+
+    def load(self) -> Settings:
+        return load_settings(self.config_path)

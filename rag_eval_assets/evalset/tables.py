@@ -1,0 +1,21 @@
+"""Questions as a table: one row per question, nested fields as JSON text (see schema.JSON_COLUMNS)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from rag_eval_assets.evalset.schema import COLUMNS, Question, question_from_row, question_to_row
+
+
+def questions_to_frame(questions: list[Question]) -> pd.DataFrame:
+    df = pd.DataFrame([question_to_row(q) for q in questions], columns=list(COLUMNS))
+    df["source_line"] = df["source_line"].astype("Int64")
+    return df
+
+
+def questions_from_frame(df: pd.DataFrame) -> list[Question]:
+    rows = df.astype({"source_line": object}).to_dict("records")
+    for row in rows:
+        if pd.isna(row["source_line"]):
+            row["source_line"] = None
+    return [question_from_row(row) for row in rows]

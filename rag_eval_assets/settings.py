@@ -1,0 +1,172 @@
+"""The project configuration file (`rag_eval.yaml`): what corpus, evalset and grid a deployment evaluates.
+
+Relative paths are resolved against the directory of the configuration file, so the same file works from
+any working directory. Every problem is reported at once, naming the file and the dotted key.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+import yaml
+
+from rag_eval_assets.errors import InputError, InputProblem
+
+CONFIG_ENV_VAR = "RAG_EVAL_CONFIG"
+DEFAULT_CONFIG_NAME = "rag_eval.yaml"
+KNOWN_RETRIEVER_KINDS = ("bm25", "dense", "hybrid", "http")
+
+
+@dataclass(frozen=True)
+class CorpusSettings:
+    id: str
+    path: Path
+    language: str = "multi"
+
+
+@dataclass(frozen=True)
+class ChunkingSettings:
+    chunk_size_chars: int = 800
+    overlap_chars: int = 100
+
+
+@dataclass(frozen=True)
+class EvalsetSettings:
+    name: str
+    path: Path
+    format: str | None = None
+
+
+@dataclass(frozen=True)
+class DevSubsetSettings:
+    size: int = 100
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Settings:
+    config_file: Path
+    storage_dir: str  # local path or fsspec URL; assets/ and frozen/ live under it
+    corpus: CorpusSettings
+    evalset: EvalsetSettings
+    chunking: ChunkingSettings = ChunkingSettings()
+    dev_subset: DevSubsetSettings = DevSubsetSettings()
+    retrievers: tuple[str, ...] = ("bm25", "dense", "hybrid")
+    k_values: tuple[int, ...] = (1, 3, 5, 10, 20)
+
+    @property
+    def assets_dir(self) -> str:
+        return _join(self.storage_dir, "assets")
+
+    @property
+    def frozen_dir(self) -> Path:
+        return Path(_join(self.storage_dir, "frozen"))
+
+    @property
+    def cache_dir(self) -> Path:
+        return Path(_join(self.storage_dir, "cache"))
+
+
+def _join(base: str, name: str) -> str:
+    return base.rstrip("/") + "/" + name
+
+
+def default_config_path() -> Path:
+    return Path(os.environ.get(CONFIG_ENV_VAR) or Path.cwd() / DEFAULT_CONFIG_NAME).resolve()
+
+
+_SECTIONS = {
+    "storage_dir": str,
+    "corpus": dict,
+    "evalset": dict,
+    "chunking": dict,
+    "dev_subset": dict,
+    "retrievers": list,
+    "k_values": list,
+}
+_SECTION_KEYS = {
+    "corpus": {"id": str, "path": str, "language": str},
+    "evalset": {"name": str, "path": str, "format": (str, type(None))},
+    "chunking": {"chunk_size_chars": int, "overlap_chars": int},
+    "dev_subset": {"size": int, "seed": int},
+}
+_REQUIRED = {"corpus": ("id", "path"), "evalset": ("name", "path")}
+
+
+def load_settings(path: str | Path | None = None) -> Settings:
+    config_file = Path(path).resolve() if path else default_config_path()
+    name = str(config_file)
+    if not config_file.is_file():
+        raise InputError([InputProblem(name, None, None, f"configuration file not found (set {CONFIG_ENV_VAR})")])
+    try:
+        data = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        line = exc.problem_mark.line + 1 if getattr(exc, "problem_mark", None) else None
+        raise InputError([InputProblem(name, line, None, f"invalid YAML: {exc}")]) from exc
+    if not isinstance(data, dict):
+        raise InputError([InputProblem(name, None, None, "the top level must be a mapping")])
+
+    problems: list[InputProblem] = []
+
+    def bad(key: str, message: str) -> None:
+        problems.append(InputProblem(name, None, key, message))
+
+    for key, value in data.items():
+        expected = _SECTIONS.get(key)
+        if expected is None:
+            bad(key, f"unknown key; valid keys: {', '.join(_SECTIONS)}")
+        elif not isinstance(value, expected):
+            bad(key, f"expected {expected.__name__}, got {type(value).__name__}")
+    for section, keys in _SECTION_KEYS.items():
+        values = data.get(section)
+        if not isinstance(values, dict):
+            if section in _REQUIRED and section not in data:
+                bad(section, "required section is missing")
+            continue
+        for key, value in values.items():
+            if key not in keys:
+                bad(f"{section}.{key}", f"unknown key; valid keys: {', '.join(keys)}")
+            elif not isinstance(value, keys[key]) or isinstance(value, bool):
+                bad(f"{section}.{key}", f"wrong type {type(value).__name__}")
+        for key in _REQUIRED.get(section, ()):
+            if key not in values:
+                bad(f"{section}.{key}", "required key is missing")
+    retrievers = data.get("retrievers", list(Settings.retrievers))
+    if isinstance(retrievers, list):
+        for i, r in enumerate(retrievers):
+            if r not in KNOWN_RETRIEVER_KINDS:
+                bad(f"retrievers[{i}]", f"unknown retriever {r!r}; valid: {', '.join(KNOWN_RETRIEVER_KINDS)}")
+        if len(set(retrievers)) != len(retrievers) or not retrievers:
+            bad("retrievers", "must be a non-empty list without duplicates")
+    k_values = data.get("k_values", list(Settings.k_values))
+    if isinstance(k_values, list):
+        if not k_values or any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in k_values):
+            bad("k_values", "must be a non-empty list of positive integers")
+    chunking = data.get("chunking") or {}
+    if isinstance(chunking, dict):
+        size = chunking.get("chunk_size_chars", ChunkingSettings.chunk_size_chars)
+        overlap = chunking.get("overlap_chars", ChunkingSettings.overlap_chars)
+        if isinstance(size, int) and isinstance(overlap, int) and not (size > 0 and 0 <= overlap < size):
+            bad("chunking.overlap_chars", f"need chunk_size_chars > 0 and 0 <= overlap_chars < chunk_size_chars")
+    if problems:
+        raise InputError(problems)
+
+    base = config_file.parent
+
+    def resolve(p: str) -> Path:
+        return (base / p).resolve() if not Path(p).is_absolute() else Path(p)
+
+    storage = data.get("storage_dir", "data")
+    storage_dir = storage if "://" in storage else str(resolve(storage))
+    corpus, evalset = data["corpus"], data["evalset"]
+    return Settings(
+        config_file=config_file,
+        storage_dir=storage_dir,
+        corpus=CorpusSettings(corpus["id"], resolve(corpus["path"]), corpus.get("language", "multi")),
+        evalset=EvalsetSettings(evalset["name"], resolve(evalset["path"]), evalset.get("format")),
+        chunking=ChunkingSettings(**data.get("chunking", {})),
+        dev_subset=DevSubsetSettings(**data.get("dev_subset", {})),
+        retrievers=tuple(retrievers),
+        k_values=tuple(sorted(set(k_values))),
+    )
