@@ -1,0 +1,78 @@
+"""The configuration file: defaults, path resolution, and errors that name the file and the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rag_eval_assets.errors import InputError
+from rag_eval_assets.settings import load_settings
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "conf" / "rag_eval.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_shipped_configuration_loads_with_sample_paths():
+    s = load_settings(REPO / "rag_eval.yaml")
+    assert s.corpus.path == REPO / "data" / "sample" / "corpus"
+    assert s.evalset.path == REPO / "data" / "sample" / "evalsets" / "eval_set.jsonl"
+    assert s.retrievers == ("bm25", "dense", "hybrid")
+    assert s.k_values == (1, 3, 5, 10, 20)
+    assert s.assets_dir == str(REPO / "data" / "assets")
+
+
+def test_relative_paths_resolve_against_the_config_file(tmp_path):
+    path = _write(tmp_path, "corpus: {id: c, path: docs}\nevalset: {name: e, path: q.jsonl}\nstorage_dir: out\n")
+    s = load_settings(path)
+    assert s.corpus.path == tmp_path / "conf" / "docs"
+    assert s.storage_dir == str(tmp_path / "conf" / "out")
+    assert s.chunking.chunk_size_chars == 800 and s.chunking.overlap_chars == 100
+
+
+def test_object_store_url_is_kept_as_is(tmp_path):
+    path = _write(tmp_path, "storage_dir: s3://bucket/rag\ncorpus: {id: c, path: d}\nevalset: {name: e, path: q}\n")
+    assert load_settings(path).assets_dir == "s3://bucket/rag/assets"
+
+
+def test_every_problem_is_reported_with_its_key(tmp_path):
+    path = _write(
+        tmp_path,
+        "corpus: {id: c}\n"
+        "evalset: {name: e, path: q, colour: red}\n"
+        "chunking: {chunk_size_chars: 100, overlap_chars: 100}\n"
+        "retrievers: [bm25, splade]\n"
+        "k_values: [0, 5]\n"
+        "colour: blue\n",
+    )
+    with pytest.raises(InputError) as info:
+        load_settings(path)
+    found = {(p.file, p.field) for p in info.value.problems}
+    assert found == {
+        (str(path), "corpus.path"),
+        (str(path), "evalset.colour"),
+        (str(path), "chunking.overlap_chars"),
+        (str(path), "retrievers[1]"),
+        (str(path), "k_values"),
+        (str(path), "colour"),
+    }
+    assert "splade" in str(info.value)
+
+
+def test_invalid_yaml_names_the_line(tmp_path):
+    path = _write(tmp_path, "corpus:\n  id: c\n  path: [unclosed\n")
+    with pytest.raises(InputError) as info:
+        load_settings(path)
+    (problem,) = info.value.problems
+    assert problem.file == str(path) and problem.line is not None and problem.line >= 3
+
+
+def test_missing_file_is_named(tmp_path):
+    with pytest.raises(InputError, match="configuration file not found"):
+        load_settings(tmp_path / "absent.yaml")
