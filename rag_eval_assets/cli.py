@@ -1,39 +1,128 @@
-"""`rag-eval`: run the pipeline and its checks from a terminal or a CI job."""
+"""`rag-eval`: run the pipeline and evaluate collections from a terminal or a CI job."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
+
+import yaml
 
 from rag_eval_assets.errors import InputError
 
 
-def _run(args: argparse.Namespace) -> int:
-    # Imported here so `rag-eval --help` stays fast and other subcommands need no Dagster instance.
+def _execute(config_file: Path, instance_dir: Path | None = None) -> tuple[bool, list[str]]:
+    """Materialize everything through the jobs; print one line per asset (and partition) with its row count."""
+    # Imported here so `rag-eval --help` stays fast.
     import dagster as dg
 
+    from rag_eval_assets.defs.jobs import run_pipeline
     from rag_eval_assets.definitions import build_defs
+
+    defs = build_defs(config_file)
+    errors: list[str] = []
+    ok = True
+    instance = dg.DagsterInstance.get() if instance_dir is None else dg.DagsterInstance.ephemeral(str(instance_dir))
+    with instance:
+        for step in run_pipeline(defs, instance):
+            label = step.job + (f" [{step.partition}]" if step.partition else "")
+            print(f"{label}: {'succeeded' if step.result.success else 'FAILED'} (run {step.result.run_id})")
+            for event in step.result.get_asset_materialization_events():
+                mat = event.materialization
+                rows = mat.metadata.get("dagster/row_count")
+                where = f"[{mat.partition}]" if mat.partition else ""
+                print(f"  {mat.asset_key.to_user_string() + where:<36} {rows.value if rows else '-':>9} rows")
+            for check in step.result.get_asset_check_evaluations():
+                print(f"  check {check.asset_key.to_user_string()}:{check.check_name} "
+                      f"{'passed' if check.passed else 'FAILED'}")
+            if not step.result.success:
+                ok = False
+                for event in step.result.all_events:
+                    if event.is_step_failure and event.step_failure_data is not None:
+                        error = event.step_failure_data.error
+                        while error.cause is not None:
+                            error = error.cause
+                        errors.append(f"{event.step_key}: {error.message.strip()}")
+    return ok, errors
+
+
+def _run(args: argparse.Namespace) -> int:
     from rag_eval_assets.settings import load_settings
 
     settings = load_settings(args.config)
-    defs = build_defs(settings.config_file)
-    job = defs.resolve_implicit_global_asset_job_def()
-    with dg.DagsterInstance.get() as instance:
-        result = job.execute_in_process(instance=instance, raise_on_error=False)
-    print(f"run {result.run_id}: {'succeeded' if result.success else 'FAILED'}")
-    for event in result.get_asset_materialization_events():
-        mat = event.materialization
-        rows = mat.metadata.get("dagster/row_count")
-        print(f"  {mat.asset_key.to_user_string():<24} {rows.value if rows else '-':>8} rows")
-    for event in result.get_asset_check_evaluations():
-        status = "passed" if event.passed else "FAILED"
-        print(f"  check {event.asset_key.to_user_string()}:{event.check_name} {status}")
-    if not result.success:
-        for event in result.all_events:
-            if event.is_failure and event.step_failure_data is not None:
-                print(event.step_failure_data.error.message.rstrip(), file=sys.stderr)
+    ok, errors = _execute(settings.config_file)
+    for error in errors:
+        print(error, file=sys.stderr)
+    if ok:
+        print(f"tables written under {settings.assets_dir}")
+        print(f"retrieval metrics: {settings.assets_dir}/retrieval_metrics.parquet")
+    return 0 if ok else 1
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from rag_eval_assets.corpus.gold import resolve_gold
+    from rag_eval_assets.evalset.load import load_evalset
+    from rag_eval_assets.metrics.trec import write_trec_qrels, write_trec_run
+    from rag_eval_assets.settings import load_settings
+
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    corpus, evalset = Path(args.corpus).resolve(), Path(args.evalset).resolve()
+    is_beir = (corpus / "corpus.jsonl").is_file()
+    level = args.level or ("doc" if is_beir else "chunk")
+    config = {
+        "storage_dir": str(out / "store"),
+        "corpus": {"id": args.corpus_id or corpus.name, "path": str(corpus), "language": args.language},
+        "evalset": {"name": args.evalset_name or evalset.stem, "path": str(evalset)},
+        "retrievers": args.retrievers.split(","),
+        "k_values": [int(k) for k in args.k.split(",")],
+        "retrieval": {"level": level, "dense": {"model": args.dense_model}},
+    }
+    if args.chunk_size:
+        config["chunking"] = {"chunk_size_chars": args.chunk_size, "overlap_chars": args.overlap}
+    config_file = out / "rag_eval.yaml"
+    config_file.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    settings = load_settings(config_file)
+    ok, errors = _execute(config_file, instance_dir=out / "dagster")
+    if not ok:
+        for error in errors:
+            print(error, file=sys.stderr)
         return 1
-    print(f"tables written under {settings.assets_dir}")
+
+    assets = Path(settings.assets_dir)
+    aggregate = pd.read_parquet(assets / "retrieval_metrics.parquet")
+    per_query = pd.read_parquet(assets / "retrieval_metrics_per_query.parquet")
+    per_query.to_parquet(out / "per_query.parquet", index=False)
+    overall = aggregate[aggregate["slice"] == "all"]
+    summary = {
+        "corpus": str(corpus),
+        "evalset": str(evalset),
+        "level": level,
+        "chunk_size_chars": settings.chunking.chunk_size_chars,
+        "overlap_chars": settings.chunking.overlap_chars,
+        "metrics": {
+            retriever: {
+                f"{metric.replace('@k', '')}@{k}" if "@k" in metric else metric: round(float(value), 6)
+                for metric, k, value in zip(group["metric"], group["k"], group["value"])
+            }
+            for retriever, group in overall.groupby("retriever")
+        },
+        "aggregate": aggregate.to_dict("records"),
+    }
+    (out / "metrics.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    for retriever in settings.retrievers:
+        results = pd.read_parquet(assets / "retrieval_results" / f"retriever={retriever}.parquet")
+        write_trec_run(results, out / f"run.{retriever}.trec", run_name=retriever, level=level)
+    questions = load_evalset(evalset)
+    chunks = pd.read_parquet(assets / "chunks.parquet")
+    write_trec_qrels(resolve_gold(questions, chunks), out / "qrels.trec", level=level)
+    for retriever, metrics in summary["metrics"].items():
+        shown = {m: v for m, v in metrics.items() if m.startswith(("ndcg@10", "recall@10", "mrr@10", "hit@10"))}
+        print(f"{retriever}: {shown}")
+    print(f"metrics: {out / 'metrics.json'}\nper-query table: {out / 'per_query.parquet'}")
     return 0
 
 
@@ -43,6 +132,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="materialize every asset on the configured corpus and evalset")
     run.set_defaults(func=_run)
+    ev = sub.add_parser("evaluate", help="evaluate retrievers on a corpus and evalset (BEIR folders included)")
+    ev.add_argument("--corpus", required=True, help="a BEIR folder (corpus.jsonl) or a folder of md/pdf/txt files")
+    ev.add_argument("--evalset", required=True, help="an evalset file or a BEIR folder (queries.jsonl + qrels)")
+    ev.add_argument("--retrievers", default="bm25,dense,hybrid")
+    ev.add_argument("--k", default="1,3,5,10,20")
+    ev.add_argument("--out", required=True, help="output directory")
+    ev.add_argument("--level", choices=("chunk", "doc"), help="default: doc for BEIR corpora, chunk otherwise")
+    ev.add_argument("--language", default="multi", help="bm25 analyzer: en, ru, zh or multi")
+    ev.add_argument("--dense-model", default="all-MiniLM-L6-v2")
+    ev.add_argument("--chunk-size", type=int, help="chunk_size_chars (default 800)")
+    ev.add_argument("--overlap", type=int, default=100, help="overlap_chars with --chunk-size")
+    ev.add_argument("--corpus-id", help="corpus id in chunk ids (default: the folder name)")
+    ev.add_argument("--evalset-name", help="evalset version name (default: the file or folder name)")
+    ev.set_defaults(func=_evaluate)
     return parser
 
 

@@ -7,20 +7,23 @@ from pathlib import Path
 import dagster as dg
 
 from rag_eval_assets.defs.inputs.definitions import inputs_defs
+from rag_eval_assets.defs.jobs import JOBS
 from rag_eval_assets.defs.resources import RagEvalSettings
+from rag_eval_assets.defs.retrieval.assets import retrieval_defs
 from rag_eval_assets.defs.storage.parquet_io_manager import ParquetIOManagerResource
 from rag_eval_assets.settings import default_config_path, load_settings
 
 
 def build_defs(config_path: str | Path | None = None) -> dg.Definitions:
     settings = load_settings(config_path)
-    resources = dg.Definitions(
+    shared = dg.Definitions(
+        jobs=JOBS,
         resources={
             "settings": RagEvalSettings(config_path=str(settings.config_file)),
             "io_manager": ParquetIOManagerResource(base_path=settings.assets_dir),
         }
     )
-    return dg.Definitions.merge(resources, inputs_defs())
+    return dg.Definitions.merge(shared, inputs_defs(), retrieval_defs(settings))
 
 
 defs = build_defs(default_config_path())

@@ -45,6 +45,47 @@ class DevSubsetSettings:
 
 
 @dataclass(frozen=True)
+class Bm25Settings:
+    k1: float = 0.9  # Lucene / Anserini defaults
+    b: float = 0.4
+    variant: str = "lucene"
+
+
+@dataclass(frozen=True)
+class DenseSettings:
+    model: str = "all-MiniLM-L6-v2"  # packaged offline; "use-multilingual-v3", a local path or a cached model id
+
+
+@dataclass(frozen=True)
+class HybridSettings:
+    method: str = "rrf"  # rrf | convex
+    rrf_k: int = 60
+    alpha: float = 0.5  # convex: weight of the bm25 side
+    candidate_depth: int = 100
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    """A system under test that follows seed 002's debug contract."""
+
+    base_url: str = ""
+    path: str = "/api/v1/ask"
+    api_key_env: str | None = None  # name of the environment variable holding the key; the key is never stored
+    connect_timeout: float = 5.0
+    read_timeout: float = 120.0
+    max_attempts: int = 5
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    level: str = "chunk"  # chunk | doc (doc: BEIR-comparable, each document's best chunk)
+    bm25: Bm25Settings = Bm25Settings()
+    dense: DenseSettings = DenseSettings()
+    hybrid: HybridSettings = HybridSettings()
+    http: HttpSettings = HttpSettings()
+
+
+@dataclass(frozen=True)
 class Settings:
     config_file: Path
     storage_dir: str  # local path or fsspec URL; assets/ and frozen/ live under it
@@ -54,6 +95,7 @@ class Settings:
     dev_subset: DevSubsetSettings = DevSubsetSettings()
     retrievers: tuple[str, ...] = ("bm25", "dense", "hybrid")
     k_values: tuple[int, ...] = (1, 3, 5, 10, 20)
+    retrieval: RetrievalSettings = RetrievalSettings()
 
     @property
     def assets_dir(self) -> str:
@@ -84,12 +126,33 @@ _SECTIONS = {
     "dev_subset": dict,
     "retrievers": list,
     "k_values": list,
+    "retrieval": dict,
 }
 _SECTION_KEYS = {
     "corpus": {"id": str, "path": str, "language": str},
     "evalset": {"name": str, "path": str, "format": (str, type(None))},
     "chunking": {"chunk_size_chars": int, "overlap_chars": int},
     "dev_subset": {"size": int, "seed": int},
+}
+_NUMBER = (int, float)
+_RETRIEVAL_KEYS = {
+    "level": str,
+    "bm25": {"k1": _NUMBER, "b": _NUMBER, "variant": str},
+    "dense": {"model": str},
+    "hybrid": {"method": str, "rrf_k": int, "alpha": _NUMBER, "candidate_depth": int},
+    "http": {
+        "base_url": str,
+        "path": str,
+        "api_key_env": (str, type(None)),
+        "connect_timeout": _NUMBER,
+        "read_timeout": _NUMBER,
+        "max_attempts": int,
+    },
+}
+_CHOICES = {
+    "retrieval.level": ("chunk", "doc"),
+    "retrieval.hybrid.method": ("rrf", "convex"),
+    "retrieval.bm25.variant": ("lucene", "okapi", "atire"),
 }
 _REQUIRED = {"corpus": ("id", "path"), "evalset": ("name", "path")}
 
@@ -132,6 +195,9 @@ def load_settings(path: str | Path | None = None) -> Settings:
         for key in _REQUIRED.get(section, ()):
             if key not in values:
                 bad(f"{section}.{key}", "required key is missing")
+    retrieval = data.get("retrieval") or {}
+    if isinstance(retrieval, dict):
+        _check_nested(retrieval, _RETRIEVAL_KEYS, "retrieval", bad)
     retrievers = data.get("retrievers", list(Settings.retrievers))
     if isinstance(retrievers, list):
         for i, r in enumerate(retrievers):
@@ -139,6 +205,9 @@ def load_settings(path: str | Path | None = None) -> Settings:
                 bad(f"retrievers[{i}]", f"unknown retriever {r!r}; valid: {', '.join(KNOWN_RETRIEVER_KINDS)}")
         if len(set(retrievers)) != len(retrievers) or not retrievers:
             bad("retrievers", "must be a non-empty list without duplicates")
+        http = retrieval.get("http") if isinstance(retrieval, dict) else None
+        if "http" in retrievers and not (isinstance(http, dict) and http.get("base_url")):
+            bad("retrieval.http.base_url", "required when the http retriever is listed")
     k_values = data.get("k_values", list(Settings.k_values))
     if isinstance(k_values, list):
         if not k_values or any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in k_values):
@@ -169,4 +238,28 @@ def load_settings(path: str | Path | None = None) -> Settings:
         dev_subset=DevSubsetSettings(**data.get("dev_subset", {})),
         retrievers=tuple(retrievers),
         k_values=tuple(sorted(set(k_values))),
+        retrieval=RetrievalSettings(
+            level=retrieval.get("level", "chunk"),
+            bm25=Bm25Settings(**retrieval.get("bm25", {})),
+            dense=DenseSettings(**retrieval.get("dense", {})),
+            hybrid=HybridSettings(**retrieval.get("hybrid", {})),
+            http=HttpSettings(**retrieval.get("http", {})),
+        ),
     )
+
+
+def _check_nested(values: dict, schema: dict, prefix: str, bad) -> None:
+    for key, value in values.items():
+        dotted = f"{prefix}.{key}"
+        expected = schema.get(key)
+        if expected is None:
+            bad(dotted, f"unknown key; valid keys: {', '.join(schema)}")
+        elif isinstance(expected, dict):
+            if isinstance(value, dict):
+                _check_nested(value, expected, dotted, bad)
+            else:
+                bad(dotted, f"expected a mapping, got {type(value).__name__}")
+        elif not isinstance(value, expected) or isinstance(value, bool):
+            bad(dotted, f"wrong type {type(value).__name__}")
+        elif dotted in _CHOICES and value not in _CHOICES[dotted]:
+            bad(dotted, f"{value!r} is not one of {', '.join(_CHOICES[dotted])}")

@@ -19,3 +19,22 @@ def questions_from_frame(df: pd.DataFrame) -> list[Question]:
         if pd.isna(row["source_line"]):
             row["source_line"] = None
     return [question_from_row(row) for row in rows]
+
+
+def questions_for_metrics(questions: list[Question]) -> pd.DataFrame:
+    """The question attributes metrics and slices need (query_id, type, category, difficulty, tags, ...)."""
+    return pd.DataFrame(
+        {
+            "query_id": [q.id for q in questions],
+            "type": [q.type for q in questions],
+            "category": [q.category for q in questions],
+            "difficulty": [q.difficulty for q in questions],
+            "tags": [list(q.tags) for q in questions],
+            "folders": [list(q.folders) for q in questions],
+            "is_negative": [q.is_negative for q in questions],
+            "required_support_groups": [
+                None if q.required_support_groups is None else [list(g) for g in q.required_support_groups]
+                for q in questions
+            ],
+        }
+    )

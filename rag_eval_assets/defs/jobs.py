@@ -1,0 +1,42 @@
+"""Jobs: inputs (evalset, corpus, chunks, indexes), the partitioned evaluation grid, and the metric tables.
+
+Assets with different partitioning cannot share a run, so the whole pipeline is these jobs in this order; the CLI,
+`make run` and the nightly schedule all go through them.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import dagster as dg
+
+INPUTS_JOB = "inputs_job"
+GRID_JOB = "retrieval_grid_job"
+METRICS_JOB = "metrics_job"
+
+inputs_job = dg.define_asset_job(INPUTS_JOB, selection=dg.AssetSelection.groups("inputs", "index"))
+retrieval_grid_job = dg.define_asset_job(GRID_JOB, selection=dg.AssetSelection.assets("retrieval_results"))
+metrics_job = dg.define_asset_job(
+    METRICS_JOB, selection=dg.AssetSelection.assets("retrieval_metrics_per_query", "retrieval_metrics")
+)
+JOBS = [inputs_job, retrieval_grid_job, metrics_job]
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    job: str
+    partition: str | None
+    result: dg.ExecuteInProcessResult
+
+
+def run_pipeline(defs: dg.Definitions, instance: dg.DagsterInstance) -> Iterator[StepOutcome]:
+    """Run inputs, then every partition of the grid, then the metrics; stop at the first failed run."""
+    grid = defs.resolve_job_def(GRID_JOB)
+    partition_keys = grid.partitions_def.get_partition_keys() if grid.partitions_def else [None]
+    plan = [(INPUTS_JOB, None)] + [(GRID_JOB, key) for key in partition_keys] + [(METRICS_JOB, None)]
+    for job_name, partition in plan:
+        result = defs.resolve_job_def(job_name).execute_in_process(
+            instance=instance, partition_key=partition, raise_on_error=False
+        )
+        yield StepOutcome(job_name, partition, result)
+        if not result.success:
+            return

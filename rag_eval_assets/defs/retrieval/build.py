@@ -1,0 +1,64 @@
+"""Building retrievers from settings and stored index tables (shared by the index and results assets)."""
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from rag_eval_assets.retrieval.analyzers import get_analyzer
+from rag_eval_assets.retrieval.bm25 import BM25Params
+from rag_eval_assets.retrieval.dense import DenseIndex
+from rag_eval_assets.retrieval.embedding_cache import EmbeddingCache
+from rag_eval_assets.retrieval.encoders import get_encoder
+from rag_eval_assets.retrieval.http_sut import HttpSutClient, HttpSutConfig
+from rag_eval_assets.http_retry import RetryPolicy
+from rag_eval_assets.retrieval.index_tables import bm25_from_frame, dense_from_frame
+from rag_eval_assets.retrieval.retrievers import Bm25Retriever, DenseRetriever, HybridRetriever
+from rag_eval_assets.settings import Settings
+
+
+def embedding_cache(settings: Settings) -> EmbeddingCache:
+    return EmbeddingCache(Path(settings.cache_dir) / "embeddings.sqlite")
+
+
+def bm25_params(settings: Settings) -> BM25Params:
+    b = settings.retrieval.bm25
+    return BM25Params(variant=b.variant, k1=float(b.k1), b=float(b.b), epsilon=0.25)
+
+
+def bm25_retriever(settings: Settings, index_table: pd.DataFrame, chunks: pd.DataFrame) -> Bm25Retriever:
+    index = bm25_from_frame(index_table, chunks["chunk_id"], bm25_params(settings))
+    return Bm25Retriever(index, get_analyzer(settings.corpus.language))
+
+
+def dense_retriever(
+    settings: Settings, index_table: pd.DataFrame, chunks: pd.DataFrame, cache: EmbeddingCache
+) -> DenseRetriever:
+    encoder = get_encoder(settings.retrieval.dense.model)
+    vectors = dense_from_frame(index_table, chunks["chunk_id"], encoder.model_id)
+    return DenseRetriever(DenseIndex(vectors, encoder, cache))
+
+
+def hybrid_retriever(settings: Settings, bm25: Bm25Retriever, dense: DenseRetriever) -> HybridRetriever:
+    h = settings.retrieval.hybrid
+    return HybridRetriever(bm25, dense, h.method, h.rrf_k, float(h.alpha), h.candidate_depth)
+
+
+def http_client(settings: Settings) -> HttpSutClient:
+    h = settings.retrieval.http
+    headers = {}
+    if h.api_key_env:
+        key = os.environ.get(h.api_key_env)
+        if not key:
+            raise ValueError(f"retrieval.http.api_key_env names {h.api_key_env}, which is not set in the environment")
+        headers["Authorization"] = f"Bearer {key}"
+    return HttpSutClient(
+        HttpSutConfig(
+            base_url=h.base_url,
+            path=h.path,
+            headers=headers,
+            connect_timeout=h.connect_timeout,
+            read_timeout=h.read_timeout,
+            retry=RetryPolicy(max_attempts=h.max_attempts),
+        )
+    )
