@@ -118,7 +118,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         write_trec_run(results, out / f"run.{retriever}.trec", run_name=retriever, level=level)
     questions = load_evalset(evalset)
     chunks = pd.read_parquet(assets / "chunks.parquet")
-    write_trec_qrels(resolve_gold(questions, chunks), out / "qrels.trec", level=level)
+    doc_ids = pd.read_parquet(assets / "corpus_documents.parquet", columns=["doc_id"])["doc_id"].unique().tolist()
+    write_trec_qrels(resolve_gold(questions, chunks, doc_ids), out / "qrels.trec", level=level)
     for retriever, metrics in summary["metrics"].items():
         shown = {m: v for m, v in metrics.items() if m.startswith(("ndcg@10", "recall@10", "mrr@10", "hit@10"))}
         print(f"{retriever}: {shown}")

@@ -80,10 +80,14 @@ def chunks_schema(chunks: pd.DataFrame) -> dg.AssetCheckResult:
 
 @dg.asset(group_name="inputs", kinds={"pandas", "parquet"})
 def gold_labels(
-    context: dg.AssetExecutionContext, evalset: pd.DataFrame, chunks: pd.DataFrame
+    context: dg.AssetExecutionContext,
+    evalset: pd.DataFrame,
+    corpus_documents: pd.DataFrame,
+    chunks: pd.DataFrame,
 ) -> dg.Output[pd.DataFrame]:
     """Gold labels resolved to current chunk ids at run time, so anchored labels survive re-chunking."""
-    gold, report = resolve_gold_report(questions_from_frame(evalset), chunks)
+    doc_ids = corpus_documents["doc_id"].unique().tolist()  # judged documents with no text have no chunks
+    gold, report = resolve_gold_report(questions_from_frame(evalset), chunks, doc_ids)
     versions = upstream_versions(context, "evalset", "chunks")
     return dg.Output(
         gold,

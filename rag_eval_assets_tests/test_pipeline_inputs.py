@@ -1,0 +1,125 @@
+"""The input assets materialized with Dagster on the shipped sample data, in a temporary DAGSTER_HOME."""
+
+import json
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from rag_eval_assets.defs.jobs import INPUTS_JOB
+from rag_eval_assets.definitions import build_defs
+from rag_eval_assets.evalset.freeze import evalset_sha256
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "data" / "sample"
+
+
+def _config(tmp_path: Path, evalset: Path, name: str = "sample_eval_set") -> Path:
+    path = tmp_path / "rag_eval.yaml"
+    path.write_text(
+        f"storage_dir: {tmp_path / 'store'}\n"
+        f"corpus: {{id: sample, path: {SAMPLE / 'corpus'}}}\n"
+        f"evalset: {{name: {name}, path: {evalset}}}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.fixture
+def instance(tmp_path):
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    with dg.instance_for_test(temp_dir=str(home)) as inst:
+        yield inst
+
+
+def _run(config: Path, instance: dg.DagsterInstance) -> dg.ExecuteInProcessResult:
+    job = build_defs(config).resolve_job_def(INPUTS_JOB)
+    return job.execute_in_process(instance=instance, raise_on_error=False)
+
+
+def _materialization(result, key: str) -> dg.AssetMaterialization:
+    (event,) = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey(key)]
+    return event.materialization
+
+
+def test_inputs_materialize_with_versions_and_row_counts(tmp_path, instance):
+    evalset_file = SAMPLE / "evalsets" / "eval_set.jsonl"
+    result = _run(_config(tmp_path, evalset_file), instance)
+    assert result.success
+    materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    assert materialized == {
+        "evalset", "dev_subset", "corpus_documents", "chunks", "gold_labels", "bm25_index", "dense_index"
+    }
+
+    sha = evalset_sha256(evalset_file)
+    ev = _materialization(result, "evalset")
+    n_questions = sum(1 for line in evalset_file.read_text(encoding="utf-8").splitlines() if line.strip())
+    assert ev.metadata["dagster/row_count"].value == n_questions
+    assert ev.metadata["eval_set_version"].value == f"sample_eval_set@{sha[:12]}"
+    assert ev.tags["dagster/data_version"] == sha
+
+    chunks = _materialization(result, "chunks")
+    versions = chunks.metadata["version_tuple"].value
+    assert versions["index"] == {"chunker_version": "chars-v1", "chunk_size_chars": 800, "overlap_chars": 100}
+    assert len(versions["dataset"]["corpus_sha256"]) == 64
+    stored = pd.read_parquet(tmp_path / "store" / "assets" / "chunks.parquet")
+    assert len(stored) == chunks.metadata["dagster/row_count"].value > 0
+    assert stored["chunk_id"].is_unique
+
+    gold = pd.read_parquet(tmp_path / "store" / "assets" / "gold_labels.parquet")
+    answerable = {json.loads(line)["id"] for line in evalset_file.read_text(encoding="utf-8").splitlines()
+                  if line.strip() and json.loads(line).get("answerable", True) and json.loads(line).get("gold_supports")}
+    assert answerable <= set(gold["query_id"])
+    checks = {(e.check_name, e.passed) for e in result.get_asset_check_evaluations()}
+    assert checks == {("frozen_version_unchanged", True), ("chunks_schema", True)}
+
+
+def test_changed_evalset_under_same_name_fails_blocking_check(tmp_path, instance):
+    evalset_file = tmp_path / "eval_set.jsonl"
+    shutil.copy(SAMPLE / "evalsets" / "eval_set.jsonl", evalset_file)
+    config = _config(tmp_path, evalset_file)
+    assert _run(config, instance).success
+
+    lines = evalset_file.read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[0])
+    record["question"] += " (edited)"
+    evalset_file.write_text("\n".join([json.dumps(record, ensure_ascii=False)] + lines[1:]) + "\n", encoding="utf-8")
+
+    result = _run(config, instance)
+    assert not result.success
+    (check,) = [e for e in result.get_asset_check_evaluations() if e.check_name == "frozen_version_unchanged"]
+    assert not check.passed
+    # The blocking check stops everything downstream of the evalset.
+    assert {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()} == {
+        "evalset", "corpus_documents", "chunks", "bm25_index", "dense_index"
+    }
+    # The first frozen copy is still there, byte for byte.
+    frozen = list((tmp_path / "store" / "frozen" / "sample_eval_set").glob("*/eval_set.jsonl"))
+    assert len(frozen) == 2
+    originals = [p for p in frozen if p.read_bytes() == (SAMPLE / "evalsets" / "eval_set.jsonl").read_bytes()]
+    assert len(originals) == 1
+
+    # A new version name accepts the edit.
+    assert _run(_config(tmp_path, evalset_file, name="sample_eval_set_v2"), instance).success
+
+
+def test_bad_evalset_fails_and_keeps_stored_tables(tmp_path, instance):
+    evalset_file = tmp_path / "eval_set.jsonl"
+    shutil.copy(SAMPLE / "evalsets" / "eval_set.jsonl", evalset_file)
+    config = _config(tmp_path, evalset_file, name="bad")
+    assert _run(config, instance).success
+    before = (tmp_path / "store" / "assets" / "evalset.parquet").read_bytes()
+
+    evalset_file.write_text(evalset_file.read_text(encoding="utf-8") + '{"id": "broken", "question": \n',
+                            encoding="utf-8")
+    result = _run(config, instance)
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure and e.step_key == "evalset")
+    message = failure.step_failure_data.error.cause.message if failure.step_failure_data.error.cause else ""
+    message += failure.step_failure_data.error.message
+    n_lines = len(evalset_file.read_text(encoding="utf-8").splitlines())
+    assert f"{evalset_file}:{n_lines}" in message
+    assert (tmp_path / "store" / "assets" / "evalset.parquet").read_bytes() == before
