@@ -14,10 +14,9 @@ def questions_to_frame(questions: list[Question]) -> pd.DataFrame:
 
 
 def questions_from_frame(df: pd.DataFrame) -> list[Question]:
-    rows = df.astype({"source_line": object}).to_dict("records")
-    for row in rows:
-        if pd.isna(row["source_line"]):
-            row["source_line"] = None
+    # Parquet brings optional text and integer fields back as NaN / NA; the schema's "absent" is None.
+    plain = df.astype(object)
+    rows = plain.where(plain.notna(), None).to_dict("records")
     return [question_from_row(row) for row in rows]
 
 

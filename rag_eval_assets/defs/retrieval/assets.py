@@ -18,7 +18,7 @@ from rag_eval_assets.defs.retrieval.build import (
 from rag_eval_assets.defs.storage.parquet_io_manager import PARTITION_DIMENSIONS_KEY
 from rag_eval_assets.evalset.tables import questions_for_metrics, questions_from_frame
 from rag_eval_assets.metrics.aggregate import aggregate_metrics
-from rag_eval_assets.metrics.retrieval import retrieval_metrics
+from rag_eval_assets.metrics.retrieval import retrieval_metrics as score_retrieval
 from rag_eval_assets.retrieval.analyzers import get_analyzer
 from rag_eval_assets.retrieval.bm25 import BM25Index
 from rag_eval_assets.retrieval.dense import DenseIndex
@@ -170,7 +170,7 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
         s = settings.load()
         results = pd.concat(retrieval_results.values(), ignore_index=True)
         questions = questions_for_metrics(questions_from_frame(evalset))
-        per_query = retrieval_metrics(results, gold_labels, questions, s.k_values, s.retrieval.level)
+        per_query = score_retrieval(results, gold_labels, questions, s.k_values, s.retrieval.level)
         versions = upstream_versions(context, "evalset", "chunks")
         return dg.Output(per_query, metadata={"retrievers": sorted(retrieval_results), **version_metadata(versions)})
 

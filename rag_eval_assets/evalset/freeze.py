@@ -1,0 +1,38 @@
+"""Freezing an evalset: the content hash that names its version in every run."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from rag_eval_assets.errors import InputError, InputProblem
+from rag_eval_assets.evalset.formats.beir import QUERIES, qrels_paths
+
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+def evalset_sha256(path: str | Path) -> str:
+    """sha256 of the evalset's bytes. For a BEIR directory: of queries.jsonl then each qrels file present
+    (qrels.tsv, qrels/test.tsv), each preceded by "<relative path>\\n<byte count>\\n", so moving content
+    between the files or renaming one changes the hash."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError([InputProblem(str(path), None, None, "no such file or directory")])
+    if p.is_file():
+        return hashlib.sha256(p.read_bytes()).hexdigest()
+    if not (p / QUERIES).is_file():
+        raise InputError([InputProblem(str(path), None, None, f"a BEIR directory needs {QUERIES}")])
+    digest = hashlib.sha256()
+    for rel in (QUERIES, *qrels_paths(p)):
+        data = (p / rel).read_bytes()
+        digest.update(f"{rel}\n{len(data)}\n".encode())
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def eval_set_version(name: str, sha: str) -> str:
+    """Seed 003's eval_set_version (`question_v2@<hash>`), here with the first 12 hex digits of the sha256."""
+    if not SHA256_HEX.fullmatch(sha):
+        raise ValueError(f"expected a lowercase sha256 hex digest, got {sha!r}")
+    return f"{name}@{sha[:12]}"

@@ -1,0 +1,83 @@
+"""The whole pipeline on the sample data through the same jobs `make run` uses, in a temporary DAGSTER_HOME."""
+
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from rag_eval_assets.defs.jobs import GRID_JOB, run_pipeline
+from rag_eval_assets.definitions import build_defs
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "data" / "sample"
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("pipeline")
+    config = tmp / "rag_eval.yaml"
+    config.write_text(
+        f"storage_dir: {tmp / 'store'}\n"
+        f"corpus: {{id: sample, path: {SAMPLE / 'corpus'}, language: multi}}\n"
+        f"evalset: {{name: sample_eval_set, path: {SAMPLE / 'evalsets' / 'eval_set.jsonl'}}}\n"
+        "k_values: [1, 3, 5, 10]\n",
+        encoding="utf-8",
+    )
+    defs = build_defs(config)
+    with dg.instance_for_test(temp_dir=str(tmp / "home")) as instance:
+        steps = list(run_pipeline(defs, instance))
+        yield tmp / "store" / "assets", steps, defs, instance
+
+
+def test_every_job_and_partition_succeeds(pipeline):
+    assets, steps, _, _ = pipeline
+    assert [(s.job, s.partition, s.result.success) for s in steps] == [
+        ("inputs_job", None, True),
+        ("retrieval_grid_job", "bm25", True),
+        ("retrieval_grid_job", "dense", True),
+        ("retrieval_grid_job", "hybrid", True),
+        ("metrics_job", None, True),
+    ]
+    files = sorted(p.name for p in (assets / "retrieval_results").iterdir())
+    assert files == ["retriever=bm25.parquet", "retriever=dense.parquet", "retriever=hybrid.parquet"]
+
+
+def test_results_have_depth_of_largest_k_and_latency(pipeline):
+    assets, _, _, _ = pipeline
+    for name in ("bm25", "dense", "hybrid"):
+        results = pd.read_parquet(assets / "retrieval_results" / f"retriever={name}.parquet")
+        assert results.groupby("query_id")["rank"].max().max() == 10
+        assert (results["latency_s"] > 0).all()
+        assert results.groupby("query_id")["rank"].apply(lambda r: list(r) == list(range(1, len(r) + 1))).all()
+    hybrid = pd.read_parquet(assets / "retrieval_results" / "retriever=hybrid.parquet")
+    assert hybrid[["score_bm25", "score_dense"]].notna().any().all()
+
+
+def test_metric_tables_carry_chunking_and_versions(pipeline):
+    assets, steps, _, _ = pipeline
+    table = pd.read_parquet(assets / "retrieval_metrics.parquet")
+    assert set(table["retriever"]) == {"bm25", "dense", "hybrid"}
+    assert set(table["k"]) == {1, 3, 5, 10}
+    assert (table["chunk_size_chars"] == 800).all() and (table["overlap_chars"] == 100).all()
+    overall = table[(table["slice"] == "all") & (table["metric"] == "recall_any@k") & (table["k"] == 10)]
+    assert len(overall) == 3 and (overall["value"] > 0).all()
+    assert ((overall["ci_low"] <= overall["value"]) & (overall["value"] <= overall["ci_high"])).all()
+    grid = [s for s in steps if s.job == GRID_JOB]
+    bm25_mat = grid[0].result.get_asset_materialization_events()[0].materialization
+    versions = bm25_mat.metadata["version_tuple"].value
+    assert versions["retriever"]["name"] == "bm25" and versions["retriever"]["k1"] == 0.9
+    assert versions["index"]["analyzer"] == "multi-script-v1"
+    assert versions["index"]["embedding_model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert len(versions["dataset"]["evalset_sha256"]) == 64
+
+
+def test_backfilling_one_retriever_leaves_the_others_untouched(pipeline):
+    assets, _, defs, instance = pipeline
+    others = {n: (assets / "retrieval_results" / f"retriever={n}.parquet").stat().st_mtime_ns for n in ("bm25", "hybrid")}
+    target = assets / "retrieval_results" / "retriever=dense.parquet"
+    before = target.stat().st_mtime_ns
+    result = defs.resolve_job_def(GRID_JOB).execute_in_process(instance=instance, partition_key="dense")
+    assert result.success
+    assert target.stat().st_mtime_ns > before
+    assert {n: (assets / "retrieval_results" / f"retriever={n}.parquet").stat().st_mtime_ns for n in others} == others
