@@ -22,6 +22,7 @@ $(STAMP): pyproject.toml
 
 $(DAGSTER_HOME):
 	mkdir -p $(DAGSTER_HOME)
+	touch $(DAGSTER_HOME)/dagster.yaml
 
 run: $(STAMP) $(DAGSTER_HOME)
 	$(VENV)/bin/rag-eval run

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import yaml
@@ -152,6 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # Dagster flags the beta `data_version` argument on every run; it says nothing to a user of this CLI.
+    warnings.filterwarnings("ignore", message=".*is currently in beta.*")
     try:
         return args.func(args)
     except InputError as exc:

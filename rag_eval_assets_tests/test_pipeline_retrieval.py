@@ -25,6 +25,7 @@ def pipeline(tmp_path_factory):
         encoding="utf-8",
     )
     defs = build_defs(config)
+    (tmp / "home").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp / "home")) as instance:
         steps = list(run_pipeline(defs, instance))
         yield tmp / "store" / "assets", steps, defs, instance

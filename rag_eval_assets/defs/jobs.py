@@ -19,6 +19,8 @@ metrics_job = dg.define_asset_job(
     METRICS_JOB, selection=dg.AssetSelection.assets("retrieval_metrics_per_query", "retrieval_metrics")
 )
 JOBS = [inputs_job, retrieval_grid_job, metrics_job]
+# The full event log stays in the instance (and the UI); the terminal gets warnings and errors only.
+QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,7 @@ def run_pipeline(defs: dg.Definitions, instance: dg.DagsterInstance) -> Iterator
     plan = [(INPUTS_JOB, None)] + [(GRID_JOB, key) for key in partition_keys] + [(METRICS_JOB, None)]
     for job_name, partition in plan:
         result = defs.resolve_job_def(job_name).execute_in_process(
-            instance=instance, partition_key=partition, raise_on_error=False
+            instance=instance, partition_key=partition, raise_on_error=False, run_config=QUIET_CONSOLE
         )
         yield StepOutcome(job_name, partition, result)
         if not result.success:
