@@ -1,0 +1,413 @@
+"""Per-query retrieval metrics (seeds 001, 002, 004), computed the way trec_eval computes them.
+
+Every cut-off metric works on one ranked list per (retriever, query): the result rows in `rank` order with each id
+kept at its first (best) occurrence only, so a repeated chunk (or, at doc level, every later chunk of an already
+listed document) neither counts twice nor takes a slot. trec_eval refuses duplicate ids; this is the list it would
+accept, and `trec.write_trec_run` writes exactly this list. The rules are tabulated in docs/metrics.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from rag_eval_assets.errors import InputError, InputProblem
+
+LEVELS = ("chunk", "doc")
+CHUNK_PRECISE_SOURCES = ("gold_supports", "gold_chunk_ids", "source_map")
+GOLD_SOURCES = CHUNK_PRECISE_SOURCES + ("gold_doc_ids", "qrels")
+METRICS = (
+    "hit@k",
+    "doc_hit@k",
+    "precision@k",
+    "recall@k",
+    "mrr@k",
+    "ndcg@k",
+    "map@k",
+    "recall_any@k",
+    "recall_all@k",
+    "false_positive@k",
+)
+SCOPE_MISS = "scope_miss"
+PER_QUERY_COLUMNS = ("query_id", "retriever", "k", "metric", "value")
+
+RESULT_FIELDS = {"query_id": "str", "retriever": "str", "rank": "int", "chunk_id": "str", "doc_id": "str"}
+GOLD_FIELDS = {
+    "query_id": "str",
+    "chunk_id": "str",
+    "doc_id": "str",
+    "grade": "int",
+    "support_index": "int",
+    "source": "str",
+}
+QUESTION_FIELDS = {"query_id": "str", "is_negative": "bool"}
+_KIND_WORDS = {"str": "a string", "int": "an integer", "bool": "a boolean"}
+
+
+def retrieval_metrics(
+    results: pd.DataFrame,
+    gold: pd.DataFrame,
+    questions: pd.DataFrame,
+    ks: Iterable[int] = (1, 3, 5, 10, 20),
+    level: str = "chunk",
+    folder_filter: Mapping[str, Sequence[str]] | None = None,
+    chunks: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Long table (query_id, retriever, k, metric, value): every metric of METRICS for every question of `questions`,
+    every retriever in `results` and every k, NaN where the metric is undefined for that question.
+
+    `scope_miss` rows are added (repeated for each k) when `folder_filter` maps query ids to the folders searched;
+    `chunks` (chunk_id, rel_path) then resolves gold chunk ids to paths. Result and gold rows of query ids absent from
+    `questions` are ignored, so a dev subset is evaluated by passing only its questions.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
+    cuts = _check_ks(ks)
+    problems = _check_inputs(results, gold, questions, folder_filter, chunks)
+    if problems:
+        raise InputError(problems)
+
+    qids = pd.Index(questions["query_id"])
+    negative = questions["is_negative"].to_numpy(dtype=bool)
+    retrievers = pd.Index(sorted(results["retriever"].unique()))
+    nq, nr = len(qids), len(retrievers)
+    n_groups = nq * nr
+    # Group g = (retriever, question) = r * nq + q; per-question arrays are indexed through q_of_g.
+    q_of_g = np.tile(np.arange(nq), nr)
+
+    # Negative questions have no gold by definition: any row labelled for one is dropped, not trusted.
+    gold = gold[gold["query_id"].isin(qids[~negative])]
+    judged = relevance_judgements(gold, level)
+    judged_q = qids.get_indexer(judged["query_id"])
+    n_rel = np.bincount(judged_q, minlength=nq)
+    has_gold = np.bincount(qids.get_indexer(gold["query_id"]), minlength=nq) > 0
+    item = "chunk_id" if level == "chunk" else "doc_id"
+    supports = gold.loc[
+        gold["source"].isin(CHUNK_PRECISE_SOURCES) & (gold["support_index"] >= 0),
+        ["query_id", item, "support_index"],
+    ].drop_duplicates()
+    supports = supports.rename(columns={item: "item"})
+    has_supports = np.bincount(qids.get_indexer(supports["query_id"]), minlength=nq) > 0
+
+    ranked = ranked_lists(results[results["query_id"].isin(qids)], level)
+    g = retrievers.get_indexer(ranked["retriever"]) * nq + qids.get_indexer(ranked["query_id"])
+    pos = ranked["position"].to_numpy(dtype=np.int64)
+    grade = (
+        ranked[["query_id", "item"]]
+        .merge(judged, on=["query_id", "item"], how="left")["grade"]
+        .fillna(0)
+        .to_numpy(dtype=float)
+    )
+    rel = grade > 0
+    if level == "doc":
+        doc_rel = rel
+    else:
+        doc_keys = gold[["query_id", "doc_id"]].drop_duplicates().assign(gold_doc=True)
+        doc_rel = (
+            ranked[["query_id", "doc_id"]]
+            .merge(doc_keys, on=["query_id", "doc_id"], how="left")["gold_doc"]
+            .notna()
+            .to_numpy()
+        )
+    # A negative question should retrieve nothing anyone labelled relevant; such a hit is its false positive.
+    labelled_items = judged["item"].unique()
+    false_pos = negative[qids.get_indexer(ranked["query_id"])] & ranked["item"].isin(labelled_items).to_numpy()
+    rel_so_far = pd.Series(rel.astype(np.int64)).groupby(g).cumsum().to_numpy()
+
+    first_rel = _first_position(g, pos, rel, n_groups)
+    first_doc = _first_position(g, pos, doc_rel, n_groups)
+    first_fp = _first_position(g, pos, false_pos, n_groups)
+    any_pos, all_pos = _support_positions(
+        ranked.assign(g=g), supports, questions["required_support_groups"], qids, nr, n_groups
+    )
+    ideal = _ideal_dcg(judged, judged_q, nq, cuts)
+
+    # Seed 001: with doc gold but no chunk-precise gold, hit@k is 0 (no relevant chunk can be found) while the
+    # rank-based metrics are undefined; a negative question's hit@k and doc_hit@k are 0 by definition.
+    labelled = n_rel > 0
+    defined = {
+        "hit@k": negative | has_gold,
+        "doc_hit@k": negative | has_gold,
+        "precision@k": labelled,
+        "recall@k": labelled,
+        "mrr@k": labelled,
+        "ndcg@k": labelled,
+        "map@k": labelled,
+        "recall_any@k": labelled & has_supports,
+        "recall_all@k": labelled & has_supports,
+        "false_positive@k": negative,
+    }
+    names = list(METRICS)
+    scope = None
+    if folder_filter is not None:
+        names.append(SCOPE_MISS)
+        scope = _scope_miss(gold, qids, folder_filter, chunks)[q_of_g]
+
+    values = np.full((n_groups, len(cuts), len(names)), np.nan)
+    n_rel_g = n_rel[q_of_g].astype(float)
+    discount = 1.0 / np.log2(pos + 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for j, k in enumerate(cuts):
+            in_k = pos <= k
+            hits = np.bincount(g, weights=(rel & in_k).astype(float), minlength=n_groups)
+            dcg = np.bincount(g, weights=np.where(in_k, grade * discount, 0.0), minlength=n_groups)
+            ap = np.bincount(g, weights=np.where(rel & in_k, rel_so_far / pos, 0.0), minlength=n_groups)
+            computed = {
+                "hit@k": first_rel <= k,
+                "doc_hit@k": first_doc <= k,
+                "precision@k": hits / k,
+                "recall@k": hits / n_rel_g,
+                "mrr@k": np.where(first_rel <= k, 1.0 / first_rel, 0.0),
+                "ndcg@k": dcg / ideal[q_of_g, j],
+                "map@k": ap / n_rel_g,
+                "recall_any@k": any_pos <= k,
+                "recall_all@k": all_pos <= k,
+                "false_positive@k": first_fp <= k,
+            }
+            for m, name in enumerate(METRICS):
+                values[:, j, m] = np.where(defined[name][q_of_g], computed[name], np.nan)
+            if scope is not None:
+                values[:, j, -1] = scope
+
+    n_cells = len(cuts) * len(names)
+    return pd.DataFrame(
+        {
+            "query_id": np.repeat(qids.to_numpy()[q_of_g], n_cells),
+            "retriever": np.repeat(retrievers.to_numpy(), nq * n_cells),
+            "k": np.tile(np.repeat(np.asarray(cuts, dtype=np.int64), len(names)), n_groups),
+            "metric": np.tile(np.asarray(names, dtype=object), n_groups * len(cuts)),
+            "value": values.ravel(),
+        }
+    )
+
+
+def ranked_lists(results: pd.DataFrame, level: str) -> pd.DataFrame:
+    """One ranked list per (retriever, query_id): columns retriever, query_id, item (chunk_id or doc_id at `level`),
+    doc_id, position (1-based), rows in rank order with each item at its first occurrence only."""
+    item = "chunk_id" if level == "chunk" else "doc_id"
+    ordered = results.sort_values(["retriever", "query_id", "rank"], kind="stable")
+    ordered = ordered.drop_duplicates(["retriever", "query_id", item], keep="first")
+    ranked = pd.DataFrame(
+        {
+            "retriever": ordered["retriever"].to_numpy(),
+            "query_id": ordered["query_id"].to_numpy(),
+            "item": ordered[item].to_numpy(),
+            "doc_id": ordered["doc_id"].to_numpy(),
+        }
+    )
+    ranked["position"] = ranked.groupby(["retriever", "query_id"], sort=False).cumcount() + 1
+    return ranked
+
+
+def relevance_judgements(gold: pd.DataFrame, level: str) -> pd.DataFrame:
+    """The qrels at `level`: columns query_id, item, grade (the highest grade any gold row gives the item).
+
+    Chunk level trusts only chunk-precise sources; doc-level sources list every chunk of a relevant document, which
+    says nothing about which chunk holds the answer.
+    """
+    item = "chunk_id" if level == "chunk" else "doc_id"
+    rows = gold[gold["source"].isin(CHUNK_PRECISE_SOURCES)] if level == "chunk" else gold
+    judged = rows.groupby(["query_id", item], sort=True, as_index=False)["grade"].max()
+    return judged.rename(columns={item: "item"})
+
+
+def _first_position(g: np.ndarray, pos: np.ndarray, mask: np.ndarray, n_groups: int) -> np.ndarray:
+    first = np.full(n_groups, np.inf)
+    np.minimum.at(first, g[mask], pos[mask])
+    return first
+
+
+def _ideal_dcg(judged: pd.DataFrame, judged_q: np.ndarray, nq: int, cuts: list[int]) -> np.ndarray:
+    """trec_eval's ideal DCG per (question, cut): the question's grades sorted descending, discounted by rank."""
+    order = np.lexsort((-judged["grade"].to_numpy(), judged_q))
+    q = judged_q[order]
+    grades = judged["grade"].to_numpy(dtype=float)[order]
+    ideal_pos = pd.Series(q).groupby(q).cumcount().to_numpy() + 1
+    gains = grades / np.log2(ideal_pos + 1.0)
+    ideal = np.empty((nq, len(cuts)))
+    for j, k in enumerate(cuts):
+        ideal[:, j] = np.bincount(q, weights=np.where(ideal_pos <= k, gains, 0.0), minlength=nq)
+    return ideal
+
+
+def _support_positions(
+    ranked: pd.DataFrame,
+    supports: pd.DataFrame,
+    required_groups: pd.Series,
+    qids: pd.Index,
+    nr: int,
+    n_groups: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per group g, the cut-off at which recall_any (some support hit) and recall_all (every support of some required
+    group hit) first become 1; inf when never.
+
+    A support is hit at the position of its best-ranked resolved item. Without required_support_groups the question
+    has one group holding every support that resolved to at least one item.
+    """
+    nq = len(qids)
+    hits = ranked[["g", "query_id", "item", "position"]].merge(supports, on=["query_id", "item"])
+    support_pos = hits.groupby(["g", "support_index"])["position"].min()
+    any_pos = np.full(n_groups, np.inf)
+    np.minimum.at(any_pos, support_pos.index.get_level_values("g").to_numpy(), support_pos.to_numpy(dtype=float))
+
+    resolved = supports.groupby("query_id")["support_index"].unique()
+    member_q, member_group, member_support = [], [], []
+    for q, query_id in enumerate(qids):
+        if query_id not in resolved.index:
+            continue
+        groups = required_groups.iloc[q]
+        if groups is None:
+            groups = [sorted(int(s) for s in resolved[query_id])]
+        for group_no, group in enumerate(groups):
+            for support in group:
+                member_q.append(q)
+                member_group.append(group_no)
+                member_support.append(int(support))
+    q_arr = np.tile(np.asarray(member_q, dtype=np.int64), nr)
+    g_arr = np.repeat(np.arange(nr) * nq, len(member_q)) + q_arr
+    groups_arr = np.tile(np.asarray(member_group, dtype=np.int64), nr)
+    supports_arr = np.tile(np.asarray(member_support, dtype=np.int64), nr)
+    member_pos = support_pos.reindex(pd.MultiIndex.from_arrays([g_arr, supports_arr])).to_numpy(dtype=float)
+    member_pos = np.nan_to_num(member_pos, nan=np.inf)
+    group_pos = pd.Series(member_pos).groupby([g_arr, groups_arr]).max()
+    all_pos = np.full(n_groups, np.inf)
+    np.minimum.at(all_pos, group_pos.index.get_level_values(0).to_numpy(), group_pos.to_numpy())
+    return any_pos, all_pos
+
+
+def _scope_miss(
+    gold: pd.DataFrame,
+    qids: pd.Index,
+    folder_filter: Mapping[str, Sequence[str]],
+    chunks: pd.DataFrame,
+) -> np.ndarray:
+    """Per question: 1 when no gold rel_path lies under any searched folder, 0 when one does, NaN when the question
+    has no gold or no folder filter applied to it."""
+    paths = gold[["query_id", "chunk_id"]].merge(chunks[["chunk_id", "rel_path"]].drop_duplicates(), on="chunk_id")
+    paths_by_query = paths.groupby("query_id")["rel_path"].unique()
+    miss = np.full(len(qids), np.nan)
+    for q, query_id in enumerate(qids):
+        if query_id not in folder_filter or query_id not in paths_by_query.index:
+            continue
+        folders = [f.strip("/") for f in folder_filter[query_id]]
+        in_scope = any(_is_under(path, folder) for path in paths_by_query[query_id] for folder in folders)
+        miss[q] = 0.0 if in_scope else 1.0
+    return miss
+
+
+def _is_under(path: str, folder: str) -> bool:
+    return folder in ("", ".") or path == folder or path.startswith(folder + "/")
+
+
+def _check_ks(ks: Iterable[int]) -> list[int]:
+    cuts = sorted(set(ks))
+    if not cuts or any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 for k in cuts):
+        raise ValueError(f"ks must be positive integers, got {list(ks)!r}")
+    return [int(k) for k in cuts]
+
+
+def _check_inputs(
+    results: pd.DataFrame,
+    gold: pd.DataFrame,
+    questions: pd.DataFrame,
+    folder_filter: Mapping[str, Sequence[str]] | None,
+    chunks: pd.DataFrame | None,
+) -> list[InputProblem]:
+    problems = frame_problems(results, "results", RESULT_FIELDS)
+    problems += frame_problems(gold, "gold", GOLD_FIELDS)
+    problems += frame_problems(questions, "questions", QUESTION_FIELDS)
+    if "rank" in results.columns and pd.api.types.is_integer_dtype(results["rank"].dtype):
+        problems += _row_problems(results, "results", "rank", results["rank"] < 1, "must be >= 1")
+        key = [c for c in ("retriever", "query_id", "rank") if c in results.columns]
+        problems += _row_problems(
+            results, "results", "rank", results.duplicated(key, keep="first"), "repeats a rank of this retriever/query"
+        )
+    if "grade" in gold.columns and pd.api.types.is_integer_dtype(gold["grade"].dtype):
+        problems += _row_problems(gold, "gold", "grade", gold["grade"] < 1, "must be >= 1")
+    if "support_index" in gold.columns and pd.api.types.is_integer_dtype(gold["support_index"].dtype):
+        problems += _row_problems(gold, "gold", "support_index", gold["support_index"] < -1, "must be >= -1")
+    if "source" in gold.columns:
+        problems += _row_problems(
+            gold, "gold", "source", ~gold["source"].isin(GOLD_SOURCES), f"must be one of {', '.join(GOLD_SOURCES)}"
+        )
+    if "query_id" in questions.columns:
+        problems += _row_problems(
+            questions, "questions", "query_id", questions["query_id"].duplicated(), "repeats an earlier query_id"
+        )
+    if "required_support_groups" not in questions.columns:
+        problems.append(InputProblem("questions", None, "required_support_groups", "missing column"))
+    else:
+        for line, groups in enumerate(questions["required_support_groups"]):
+            if groups is not None and not _is_groups(groups):
+                problems.append(
+                    InputProblem(
+                        "questions",
+                        line,
+                        "required_support_groups",
+                        f"must be null or a non-empty list of non-empty lists of support indices, got {groups!r}",
+                    )
+                )
+    if folder_filter is not None:
+        if chunks is None:
+            problems.append(InputProblem("chunks", None, None, "a chunks table is required with a folder filter"))
+        else:
+            problems += frame_problems(chunks, "chunks", {"chunk_id": "str", "rel_path": "str"})
+        for query_id, folders in folder_filter.items():
+            if isinstance(folders, str) or not all(isinstance(f, str) for f in folders):
+                problems.append(
+                    InputProblem("folder_filter", None, str(query_id), f"must be a list of folders, got {folders!r}")
+                )
+    return problems
+
+
+def _is_groups(groups: object) -> bool:
+    def is_list(value: object) -> bool:
+        return isinstance(value, (list, tuple, np.ndarray)) and len(value) > 0
+
+    return is_list(groups) and all(
+        is_list(group)
+        and all(isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_)) and s >= 0 for s in group)
+        for group in groups
+    )
+
+
+def frame_problems(frame: pd.DataFrame, name: str, fields: Mapping[str, str]) -> list[InputProblem]:
+    """Missing columns and values of the wrong kind ("str", "int" or "bool"); a problem's line is the 0-based row
+    position, as for a JSON array."""
+    problems = []
+    for column, kind in fields.items():
+        if column not in frame.columns:
+            problems.append(InputProblem(name, None, column, "missing column"))
+            continue
+        values = frame[column]
+        if kind == "int" and pd.api.types.is_integer_dtype(values.dtype):
+            continue
+        if kind == "bool" and pd.api.types.is_bool_dtype(values.dtype):
+            continue
+        if kind == "str" and isinstance(values.dtype, pd.StringDtype) and not values.isna().any():
+            continue
+        problems += _row_problems(
+            frame, name, column, ~values.map(_IS_KIND[kind]).to_numpy(dtype=bool), f"must be {_KIND_WORDS[kind]}"
+        )
+    return problems
+
+
+_IS_KIND = {
+    "str": lambda v: isinstance(v, str),
+    "int": lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)),
+    "bool": lambda v: isinstance(v, (bool, np.bool_)),
+}
+
+
+def _row_problems(
+    frame: pd.DataFrame, name: str, column: str, bad: pd.Series | np.ndarray, message: str
+) -> list[InputProblem]:
+    rows = np.flatnonzero(np.asarray(bad, dtype=bool))
+    return [InputProblem(name, int(i), column, f"{message}, got {_plain(frame[column].iloc[i])!r}") for i in rows]
+
+
+def _plain(value: object) -> object:
+    """numpy scalars as the Python values a user wrote, so messages read `got 0`, not `got np.int64(0)`."""
+    return value.item() if isinstance(value, np.generic) else value
