@@ -22,15 +22,21 @@ SOURCES = ("gold_supports", "source_map", "gold_doc_ids", "gold_chunk_ids", "qre
 
 
 def resolve_gold(
-    questions: list[Question], chunks: pd.DataFrame, corpus_doc_ids: Collection[str] | None = None
+    questions: list[Question],
+    chunks: pd.DataFrame,
+    corpus_doc_ids: Collection[str] | None = None,
+    strict: bool = True,
 ) -> pd.DataFrame:
     """The gold rows (GOLD_COLUMNS) of `questions` over `chunks`; see `resolve_gold_report`."""
-    gold, _ = resolve_gold_report(questions, chunks, corpus_doc_ids)
+    gold, _ = resolve_gold_report(questions, chunks, corpus_doc_ids, strict)
     return gold
 
 
 def resolve_gold_report(
-    questions: list[Question], chunks: pd.DataFrame, corpus_doc_ids: Collection[str] | None = None
+    questions: list[Question],
+    chunks: pd.DataFrame,
+    corpus_doc_ids: Collection[str] | None = None,
+    strict: bool = True,
 ) -> tuple[pd.DataFrame, dict[str, int]]:
     """Gold rows plus counts: rows per source, `stale_chunk_ids` and `empty_doc_refs` (see below).
 
@@ -59,6 +65,9 @@ def resolve_gold_report(
     chunk (empty text: Cranfield has two, and qrels may judge such documents) from an unknown
     one: gold_doc_ids and qrels naming it give no rows and are counted as empty_doc_refs rather
     than failing. Without it, only documents with chunks are known.
+
+    `strict=False` resolves against a partial view of the corpus (the chunks a service under test returned):
+    labels that match nothing there are simply unmatched, not errors.
     """
     index = _ChunkIndex(chunks)
     known_docs = set(index.by_doc) if corpus_doc_ids is None else set(corpus_doc_ids)
@@ -68,7 +77,7 @@ def resolve_gold_report(
     for q in questions:
         if not q.is_negative:
             _resolve_question(q, index, known_docs, rows, problems, counts)
-    if problems:
+    if problems and strict:
         raise InputError(problems)
 
     gold = pd.DataFrame(rows, columns=list(GOLD_COLUMNS)).drop_duplicates(ignore_index=True)
@@ -150,8 +159,9 @@ class _ChunkIndex:
         self.heading_paths: list[str] = chunks["heading_path"].tolist()
         self.pages: list[int | None] = [None if pd.isna(p) else int(p) for p in chunks["page"].tolist()]
         self._texts: list[str] = chunks["text"].tolist()
-        self._starts: list[int] = chunks["char_start"].tolist()
-        self._ends: list[int] = chunks["char_end"].tolist()
+        # Offsets are unknown for chunks a service under test returned; they only serve diagnostics.
+        self._starts: list[int] | None = chunks["char_start"].tolist() if "char_start" in chunks else None
+        self._ends: list[int] | None = chunks["char_end"].tolist() if "char_end" in chunks else None
         self._normalised: dict[int, str] = {}
         self.by_chunk_id = {c: p for p, c in enumerate(self.chunk_ids)}
         self.by_doc: dict[str, list[int]] = defaultdict(list)
@@ -183,6 +193,8 @@ class _ChunkIndex:
         Asked once no single chunk contains a needle: then it crosses a chunk boundary. The covered
         text is rebuilt from the chunks' offsets, so overlapping text is not repeated.
         """
+        if self._starts is None or self._ends is None:
+            return False
         pieces = []
         covered_to = -1
         for p in sorted(positions, key=lambda p: self._starts[p]):

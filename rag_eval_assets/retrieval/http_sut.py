@@ -48,6 +48,10 @@ SUT_RESULT_COLUMNS = (
     "score_vector",
     "score_lexical",
     "latency_s",
+    # The service's chunk ids are its own; these let gold anchors be matched against what it returned.
+    "rel_path",
+    "heading_path",
+    "text",
 )
 
 
@@ -269,7 +273,7 @@ def sut_results_frame(
         raise ValueError(f"{len(question_ids)} question ids but {len(responses)} responses")
     rows = [
         (qid, retriever_name, c.rank, c.chunk_id, c.rel_path, c.score_final, c.score_vector, c.score_lexical,
-         r.latency_s)
+         r.latency_s, c.rel_path, c.heading_path, c.text)
         for qid, r in zip(question_ids, responses)
         for c in r.chunks
     ]
@@ -285,5 +289,23 @@ def sut_results_frame(
             "score_vector": "float64",
             "score_lexical": "float64",
             "latency_s": "float64",
+            "rel_path": "str",
+            "heading_path": "str",
+            "text": "str",
+        }
+    )
+
+
+def sut_chunks_frame(results: pd.DataFrame) -> pd.DataFrame:
+    """The distinct chunks a service returned, shaped like the `chunks` table, for resolving gold anchors."""
+    seen = results.drop_duplicates("chunk_id")
+    return pd.DataFrame(
+        {
+            "chunk_id": seen["chunk_id"].to_numpy(),
+            "doc_id": seen["doc_id"].to_numpy(),
+            "rel_path": seen["rel_path"].to_numpy(),
+            "heading_path": seen["heading_path"].to_numpy(),
+            "page": pd.array([None] * len(seen), dtype="Int64"),
+            "text": seen["text"].to_numpy(),
         }
     )

@@ -5,6 +5,7 @@ import time
 import dagster as dg
 import pandas as pd
 
+from rag_eval_assets.corpus.gold import resolve_gold
 from rag_eval_assets.defs.metadata import preview, upstream_versions, version_metadata
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.defs.retrieval.build import (
@@ -24,7 +25,7 @@ from rag_eval_assets.retrieval.bm25 import BM25Index
 from rag_eval_assets.retrieval.dense import DenseIndex
 from rag_eval_assets.retrieval.embedding_cache import text_key
 from rag_eval_assets.retrieval.encoders import get_encoder
-from rag_eval_assets.retrieval.http_sut import sut_results_frame
+from rag_eval_assets.retrieval.http_sut import sut_chunks_frame, sut_results_frame
 from rag_eval_assets.retrieval.index_tables import bm25_to_frame, dense_to_frame
 from rag_eval_assets.retrieval.retrievers import RESULT_COLUMNS, collapse_to_documents, run_retriever
 from rag_eval_assets.settings import Settings
@@ -168,9 +169,14 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
     ) -> dg.Output[pd.DataFrame]:
         """hit, doc_hit, precision, recall, MRR, nDCG, MAP, Recall_any/all and false positives per question."""
         s = settings.load()
-        results = pd.concat(retrieval_results.values(), ignore_index=True)
-        questions = questions_for_metrics(questions_from_frame(evalset))
-        per_query = score_retrieval(results, gold_labels, questions, s.k_values, s.retrieval.level)
+        question_list = questions_from_frame(evalset)
+        questions = questions_for_metrics(question_list)
+        tables = []
+        for name, results in sorted(retrieval_results.items()):
+            # A service under test returns its own chunks: its gold is resolved against what it returned.
+            gold = resolve_gold(question_list, sut_chunks_frame(results), strict=False) if name == "http" else gold_labels
+            tables.append(score_retrieval(results, gold, questions, s.k_values, s.retrieval.level))
+        per_query = pd.concat(tables, ignore_index=True)
         versions = upstream_versions(context, "evalset", "chunks")
         return dg.Output(per_query, metadata={"retrievers": sorted(retrieval_results), **version_metadata(versions)})
 

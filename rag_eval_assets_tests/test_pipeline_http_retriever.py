@@ -1,0 +1,44 @@
+"""A RAG service under test named as a retriever: its partition is fetched over HTTP and scored by gold anchors."""
+
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+
+from rag_eval_assets.corpus.chunking import ChunkerParams, chunk_documents
+from rag_eval_assets.corpus.load import load_corpus
+from rag_eval_assets.defs.jobs import run_pipeline
+from rag_eval_assets.definitions import build_defs
+from rag_eval_assets_tests.sut_server import CorpusChunk, sut_server
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "data" / "sample"
+
+
+def test_http_partition_is_fetched_and_scored(tmp_path):
+    # The service chunks the same notes its own way (smaller chunks), so its chunk ids differ from ours.
+    chunks = chunk_documents(load_corpus(SAMPLE / "corpus"), "service", ChunkerParams(400, 50))
+    corpus = [CorpusChunk(r.rel_path, r.heading_path, r.text) for r in chunks.itertuples()]
+    with sut_server(corpus) as server:
+        config = tmp_path / "rag_eval.yaml"
+        config.write_text(
+            f"storage_dir: {tmp_path / 'store'}\n"
+            f"corpus: {{id: sample, path: {SAMPLE / 'corpus'}}}\n"
+            f"evalset: {{name: sample, path: {SAMPLE / 'evalsets' / 'eval_set.jsonl'}}}\n"
+            "retrievers: [bm25, http]\nk_values: [1, 5]\n"
+            f"retrieval: {{http: {{base_url: '{server.url}', read_timeout: 10}}}}\n",
+            encoding="utf-8",
+        )
+        (tmp_path / "home").mkdir()
+        with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+            steps = list(run_pipeline(build_defs(config), instance))
+        assert all(s.result.success for s in steps), [s.job for s in steps if not s.result.success]
+        n_questions = sum(1 for line in (SAMPLE / "evalsets" / "eval_set.jsonl").read_text().splitlines() if line)
+        asks = [r for r in server.requests if r.path == "/api/v1/ask"]
+        assert len(asks) == n_questions and all(r.query.get("debug") == ["true"] for r in asks)
+
+    results = pd.read_parquet(tmp_path / "store" / "assets" / "retrieval_results" / "retriever=http.parquet")
+    assert not set(results["chunk_id"]) & set(chunks["chunk_id"])  # its ids, not ours
+    table = pd.read_parquet(tmp_path / "store" / "assets" / "retrieval_metrics.parquet")
+    row = table[(table.retriever == "http") & (table.slice == "all") & (table.metric == "recall_any@k") & (table.k == 5)]
+    assert len(row) == 1 and 0 < row["value"].iloc[0] <= 1
