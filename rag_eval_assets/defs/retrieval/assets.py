@@ -13,6 +13,7 @@ from rag_eval_assets.defs.retrieval.build import (
     bm25_retriever,
     dense_retriever,
     embedding_cache,
+    encoder_for,
     http_client,
     hybrid_retriever,
 )
@@ -24,7 +25,6 @@ from rag_eval_assets.retrieval.analyzers import get_analyzer
 from rag_eval_assets.retrieval.bm25 import BM25Index
 from rag_eval_assets.retrieval.dense import DenseIndex
 from rag_eval_assets.retrieval.embedding_cache import text_key
-from rag_eval_assets.retrieval.encoders import get_encoder
 from rag_eval_assets.retrieval.http_sut import sut_chunks_frame, sut_results_frame
 from rag_eval_assets.retrieval.index_tables import bm25_to_frame, dense_to_frame
 from rag_eval_assets.retrieval.retrievers import RESULT_COLUMNS, collapse_to_documents, run_retriever
@@ -56,7 +56,7 @@ def dense_index(
 ) -> dg.Output[pd.DataFrame]:
     """Unit vectors of every chunk; only chunks not in the embedding cache are encoded."""
     s = settings.load()
-    encoder = get_encoder(s.retrieval.dense.model)
+    encoder = encoder_for(s)
     cache = embedding_cache(s)
     try:
         texts = chunks["text"].tolist()

@@ -9,7 +9,7 @@ from rag_eval_assets.retrieval.analyzers import get_analyzer
 from rag_eval_assets.retrieval.bm25 import BM25Params
 from rag_eval_assets.retrieval.dense import DenseIndex
 from rag_eval_assets.retrieval.embedding_cache import EmbeddingCache
-from rag_eval_assets.retrieval.encoders import get_encoder
+from rag_eval_assets.retrieval.encoders import Encoder, ModelNotAvailableError, get_encoder
 from rag_eval_assets.retrieval.http_sut import HttpSutClient, HttpSutConfig
 from rag_eval_assets.http_retry import RetryPolicy
 from rag_eval_assets.retrieval.index_tables import bm25_from_frame, dense_from_frame
@@ -31,10 +31,17 @@ def bm25_retriever(settings: Settings, index_table: pd.DataFrame, chunks: pd.Dat
     return Bm25Retriever(index, get_analyzer(settings.corpus.language))
 
 
+def encoder_for(settings: Settings) -> Encoder:
+    try:
+        return get_encoder(settings.retrieval.dense.model)
+    except ModelNotAvailableError as exc:
+        raise ModelNotAvailableError(f"retrieval.dense.model in {settings.config_file}: {exc}") from exc
+
+
 def dense_retriever(
     settings: Settings, index_table: pd.DataFrame, chunks: pd.DataFrame, cache: EmbeddingCache
 ) -> DenseRetriever:
-    encoder = get_encoder(settings.retrieval.dense.model)
+    encoder = encoder_for(settings)
     vectors = dense_from_frame(index_table, chunks["chunk_id"], encoder.model_id)
     return DenseRetriever(DenseIndex(vectors, encoder, cache))
 

@@ -6,6 +6,7 @@ so a failed run never leaves a half-written table in place of the previous one.
 """
 
 
+import typing
 import uuid
 
 import dagster as dg
@@ -45,6 +46,15 @@ class ParquetIOManager(dg.UPathIOManager):
             declared = _declared_dimensions(context) or ["partition"]
             parts = [f"{declared[0]}={partition}"]
         return path.joinpath(*parts)
+
+    def load_partitions(self, context: dg.InputContext):
+        # Dagster hands back a bare table when one partition is mapped in; an input annotated as a dict of
+        # partitions must get a dict whatever the number of partitions (one retriever is a valid grid).
+        loaded = super().load_partitions(context)
+        wants_dict = typing.get_origin(context.dagster_type.typing_type) is dict
+        if wants_dict and not isinstance(loaded, dict):
+            return {context.asset_partition_keys[0]: loaded}
+        return loaded
 
     def dump_to_path(self, context: dg.OutputContext, obj: pd.DataFrame, path: UPath) -> None:
         if not isinstance(obj, pd.DataFrame):
