@@ -79,6 +79,7 @@ class HttpSettings:
 @dataclass(frozen=True)
 class RetrievalSettings:
     level: str = "chunk"  # chunk | doc (doc: BEIR-comparable, each document's best chunk)
+    folder_filter: bool = False  # search each question only under its `folders` (seed 002); adds scope_miss_rate
     bm25: Bm25Settings = Bm25Settings()
     dense: DenseSettings = DenseSettings()
     hybrid: HybridSettings = HybridSettings()
@@ -137,6 +138,7 @@ _SECTION_KEYS = {
 _NUMBER = (int, float)
 _RETRIEVAL_KEYS = {
     "level": str,
+    "folder_filter": bool,
     "bm25": {"k1": _NUMBER, "b": _NUMBER, "variant": str},
     "dense": {"model": str},
     "hybrid": {"method": str, "rrf_k": int, "alpha": _NUMBER, "candidate_depth": int},
@@ -240,6 +242,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         k_values=tuple(sorted(set(k_values))),
         retrieval=RetrievalSettings(
             level=retrieval.get("level", "chunk"),
+            folder_filter=retrieval.get("folder_filter", False),
             bm25=Bm25Settings(**retrieval.get("bm25", {})),
             dense=DenseSettings(**retrieval.get("dense", {})),
             hybrid=HybridSettings(**retrieval.get("hybrid", {})),
@@ -259,7 +262,7 @@ def _check_nested(values: dict, schema: dict, prefix: str, bad) -> None:
                 _check_nested(value, expected, dotted, bad)
             else:
                 bad(dotted, f"expected a mapping, got {type(value).__name__}")
-        elif not isinstance(value, expected) or isinstance(value, bool):
+        elif not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
             bad(dotted, f"wrong type {type(value).__name__}")
         elif dotted in _CHOICES and value not in _CHOICES[dotted]:
             bad(dotted, f"{value!r} is not one of {', '.join(_CHOICES[dotted])}")

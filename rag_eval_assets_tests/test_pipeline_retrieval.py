@@ -1,5 +1,6 @@
 """The whole pipeline on the sample data through the same jobs `make run` uses, in a temporary DAGSTER_HOME."""
 
+import json
 from pathlib import Path
 
 import dagster as dg
@@ -82,3 +83,26 @@ def test_backfilling_one_retriever_leaves_the_others_untouched(pipeline):
     assert result.success
     assert target.stat().st_mtime_ns > before
     assert {n: (assets / "retrieval_results" / f"retriever={n}.parquet").stat().st_mtime_ns for n in others} == others
+
+
+def test_folder_filter_reports_scope_miss_rate(tmp_path):
+    config = tmp_path / "rag_eval.yaml"
+    config.write_text(
+        f"storage_dir: {tmp_path / 'store'}\n"
+        f"corpus: {{id: sample, path: {SAMPLE / 'corpus'}}}\n"
+        f"evalset: {{name: sample_eval_set, path: {SAMPLE / 'evalsets' / 'eval_set.jsonl'}}}\n"
+        "retrievers: [bm25]\nk_values: [5]\nretrieval: {folder_filter: true}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+        assert all(s.result.success for s in run_pipeline(build_defs(config), instance))
+    results = pd.read_parquet(tmp_path / "store" / "assets" / "retrieval_results" / "retriever=bm25.parquet")
+    evalset = pd.read_parquet(tmp_path / "store" / "assets" / "evalset.parquet")
+    folders = dict(zip(evalset["id"], evalset["folders"].map(json.loads)))
+    for query_id, paths in results.groupby("query_id")["doc_id"]:
+        if folders[query_id]:
+            assert all(any(p.startswith(f.strip("/") + "/") for f in folders[query_id]) for p in paths)
+    table = pd.read_parquet(tmp_path / "store" / "assets" / "retrieval_metrics.parquet")
+    scope = table[(table["metric"] == "scope_miss_rate") & (table["slice"] == "all")]
+    assert len(scope) == 1 and 0.0 <= scope["value"].item() <= 1.0 and scope["n"].item() > 0

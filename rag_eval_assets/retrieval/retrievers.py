@@ -2,6 +2,9 @@
 
 Every query is searched on its own and timed, so `latency_s` is a real per-query latency, as a user of the system
 would see it, not a batch average.
+
+A folder filter (seed 002's folder selection) restricts a query to the chunks under its folders: the full ranking
+is computed and cut after filtering, so the top k is exact rather than what survives of an unfiltered top k.
 """
 
 from __future__ import annotations
@@ -43,8 +46,10 @@ class Bm25Retriever:
         return {"name": "bm25", "variant": p.variant, "k1": p.k1, "b": p.b, "epsilon": p.epsilon,
                 "analyzer": self.analyzer.name}
 
-    def search(self, text: str, depth: int) -> Ranking:
-        return self.index.search([self.analyzer(text)], depth)[0]
+    def search(self, text: str, depth: int, allowed: frozenset[int] | None = None) -> Ranking:
+        if allowed is None:
+            return self.index.search([self.analyzer(text)], depth)[0]
+        return _within(self.index.search([self.analyzer(text)], self.index.n_docs)[0], allowed, depth)
 
 
 @dataclass
@@ -54,8 +59,10 @@ class DenseRetriever:
     def version(self) -> dict[str, Any]:
         return {"name": "dense", "embedding_model": self.index.model_id}
 
-    def search(self, text: str, depth: int) -> Ranking:
-        return self.index.search([text], depth)[0]
+    def search(self, text: str, depth: int, allowed: frozenset[int] | None = None) -> Ranking:
+        if allowed is None:
+            return self.index.search([text], depth)[0]
+        return _within(self.index.search([text], len(self.index.vectors))[0], allowed, depth)
 
 
 @dataclass
@@ -74,13 +81,26 @@ class HybridRetriever:
         fusion.update({"rrf_k": self.rrf_k} if self.method == "rrf" else {"alpha": self.alpha})
         return {"name": "hybrid", **fusion, "bm25": self.bm25.version(), "dense": self.dense.version()}
 
-    def fuse(self, text: str, depth: int) -> Fusion:
+    def fuse(self, text: str, depth: int, allowed: frozenset[int] | None = None) -> Fusion:
         candidates = max(depth, self.candidate_depth)
-        lexical = [self.bm25.search(text, candidates)]
-        semantic = [self.dense.search(text, candidates)]
+        lexical = [self.bm25.search(text, candidates, allowed)]
+        semantic = [self.dense.search(text, candidates, allowed)]
         if self.method == "rrf":
             return rrf([lexical, semantic], k=self.rrf_k, depth=depth)
         return convex(lexical, semantic, alpha=self.alpha, depth=depth)
+
+
+def _within(ranking: Ranking, allowed: frozenset[int], depth: int) -> Ranking:
+    return [hit for hit in ranking if hit[0] in allowed][:depth]
+
+
+def folder_rows(chunks: pd.DataFrame, folders: Sequence[str]) -> frozenset[int] | None:
+    """Row positions of the chunks under any of `folders` (POSIX prefixes of rel_path); None = no filter."""
+    prefixes = [f.strip("/") + "/" for f in folders if f.strip("/")]
+    if not prefixes:
+        return None
+    under = chunks["rel_path"].map(lambda path: any(path.startswith(p) for p in prefixes)).to_numpy()
+    return frozenset(np.flatnonzero(under).tolist())
 
 
 def _frame(rows: list[tuple], chunks: pd.DataFrame) -> pd.DataFrame:
@@ -100,13 +120,18 @@ def run_retriever(
     chunks: pd.DataFrame,
     depth: int,
     progress: Callable[[int, int], None] | None = None,
+    folders: Sequence[Sequence[str]] | None = None,
 ) -> pd.DataFrame:
-    """Search every query (one at a time, timed) and return the long results table, best first per query."""
+    """Search every query (one at a time, timed) and return the long results table, best first per query.
+
+    `folders[i]`, when given, restricts query i to the chunks under those folders (an empty list: no filter).
+    """
     rows: list[tuple] = []
     for i, (query_id, text) in enumerate(zip(query_ids, texts, strict=True)):
+        allowed = folder_rows(chunks, folders[i]) if folders is not None else None
         start = time.perf_counter()
         if isinstance(retriever, HybridRetriever):
-            fusion = retriever.fuse(text, depth)
+            fusion = retriever.fuse(text, depth, allowed)
             latency = time.perf_counter() - start
             parts = fusion.components[0]
             for rank, (row, score) in enumerate(fusion.rankings[0], 1):
@@ -114,7 +139,7 @@ def run_retriever(
                 rows.append((query_id, name, rank, row, score, lexical.score if lexical else None,
                              semantic.score if semantic else None, latency))
         else:
-            ranking = retriever.search(text, depth)
+            ranking = retriever.search(text, depth, allowed)
             latency = time.perf_counter() - start
             own = "score_bm25" if isinstance(retriever, Bm25Retriever) else "score_dense"
             for rank, (row, score) in enumerate(ranking, 1):

@@ -1,5 +1,6 @@
 """Indexes, per-retriever results (one partition per retriever) and retrieval metric tables."""
 
+import json
 import time
 
 import dagster as dg
@@ -110,12 +111,17 @@ def _results(
         else:
             dense = dense_retriever(s, dense_table, chunks, cache)
             retriever = dense if name == "dense" else hybrid_retriever(s, bm25, dense)
-        results = run_retriever(name, retriever, ids, texts, chunks, search_depth, progress)
+        folders = _question_folders(questions) if s.retrieval.folder_filter else None
+        results = run_retriever(name, retriever, ids, texts, chunks, search_depth, progress, folders)
     finally:
         cache.close()
     if s.retrieval.level == "doc":
         results = collapse_to_documents(results, depth)
     return results, retriever.version()
+
+
+def _question_folders(evalset: pd.DataFrame) -> list[list[str]]:
+    return [json.loads(value) for value in evalset["folders"]]
 
 
 def retrieval_defs(settings: Settings) -> dg.Definitions:
@@ -164,6 +170,7 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
         context: dg.AssetExecutionContext,
         settings: RagEvalSettings,
         evalset: pd.DataFrame,
+        chunks: pd.DataFrame,
         gold_labels: pd.DataFrame,
         retrieval_results: dict[str, pd.DataFrame],
     ) -> dg.Output[pd.DataFrame]:
@@ -175,7 +182,13 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
         for name, results in sorted(retrieval_results.items()):
             # A service under test returns its own chunks: its gold is resolved against what it returned.
             gold = resolve_gold(question_list, sut_chunks_frame(results), strict=False) if name == "http" else gold_labels
-            tables.append(score_retrieval(results, gold, questions, s.k_values, s.retrieval.level))
+            scope = None
+            if s.retrieval.folder_filter and name != "http":
+                scope = {q: f for q, f in zip(evalset["id"], _question_folders(evalset)) if f}
+            tables.append(
+                score_retrieval(results, gold, questions, s.k_values, s.retrieval.level, folder_filter=scope,
+                                chunks=chunks if scope else None)
+            )
         per_query = pd.concat(tables, ignore_index=True)
         versions = upstream_versions(context, "evalset", "chunks")
         return dg.Output(per_query, metadata={"retrievers": sorted(retrieval_results), **version_metadata(versions)})
