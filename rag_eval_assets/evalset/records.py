@@ -45,7 +45,7 @@ def json_error(exc: ValueError, *, with_line: bool) -> str:
     if not isinstance(exc, json.JSONDecodeError):
         return str(exc)
     where = f"line {exc.lineno} column {exc.colno}" if with_line else f"column {exc.colno}"
-    return f"{exc.msg} at {where}"
+    return f"{exc.msg} ({where})"
 
 
 def json_type(value: Any) -> str:

@@ -1,0 +1,182 @@
+"""Scoring answers: every answer metric whose inputs a question has, in one long table, and a run summary.
+
+Answers come from a JSON Lines file produced by another system (`load_answers`) or from the pipeline's answers
+table (`answers_from_frame`); both give dicts {id, answer, contexts, abstained, abstained_inferred}.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rag_eval_assets.corpus.text import read_utf8
+from rag_eval_assets.errors import InputError, InputProblem
+from rag_eval_assets.evalset.fields import Fields
+from rag_eval_assets.evalset.records import json_error, json_type, parse_json
+from rag_eval_assets.evalset.schema import Question
+from rag_eval_assets.metrics.json_v2 import WEIGHTS, JsonV2Score, dev_gate, score_json_v2
+from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN, score_rules, weighted_score
+from rag_eval_assets.metrics.text import text_metrics
+from rag_eval_assets.retrieval.encoders import Encoder
+
+PER_QUESTION_COLUMNS = ("query_id", "metric", "value")
+RULE_METRICS = ("include_rate", "safe_ok", "base_score", "citation_ok", "citation_penalty", "question_score")
+
+
+def load_answers(path: str | Path, question_ids: Collection[str] | None = None) -> list[dict[str, Any]]:
+    """Answers from JSON Lines, one object a line: id (string), answer (string; empty = no answer), optional
+    contexts [{source_path, text}] (the chunks the answer was given, in rank order) and optional abstained (bool).
+    Other keys are ignored. Raises InputError naming file, line and field for every bad line, an id given twice,
+    and, when `question_ids` is given, an id that is not a question of the evalset."""
+    file = str(path)
+    problems: list[InputProblem] = []
+    answers: list[dict[str, Any]] = []
+    first_line: dict[str, int] = {}
+    for number, line in enumerate(read_utf8(Path(path)).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = parse_json(line)
+        except ValueError as exc:
+            problems.append(InputProblem(file, number, None, f"malformed JSON: {json_error(exc, with_line=False)}"))
+            continue
+        if not isinstance(value, dict):
+            problems.append(InputProblem(file, number, None, f"expected a JSON object, got {json_type(value)}"))
+            continue
+        f = Fields(file, number, value, problems)
+        qid = f.text("id", required=True, nonblank=True)
+        answer = f.text("answer", required=True)
+        contexts = [
+            {"source_path": c.text("source_path", required=True), "text": c.text("text", required=True)}
+            for c in f.objects("contexts")
+        ]
+        abstained = f.boolean("abstained", False) if f.given("abstained") else None
+        if qid is None:
+            continue
+        if qid in first_line:
+            f.problem("id", f"duplicate id {qid!r} (first given on line {first_line[qid]})")
+            continue
+        first_line[qid] = number
+        if question_ids is not None and qid not in question_ids:
+            f.problem("id", f"{qid!r} is not a question of the evalset")
+        answers.append(
+            {
+                "id": qid,
+                "answer": answer,
+                "contexts": contexts if f.given("contexts") else None,
+                "abstained": abstained,
+                "abstained_inferred": False,
+            }
+        )
+    if problems:
+        raise InputError(problems)
+    return answers
+
+
+def answers_from_frame(answers: pd.DataFrame) -> list[dict[str, Any]]:
+    """The pipeline's answers table (one retriever x k partition) as answer dicts. Rows whose generation failed
+    (`error` set) are left out, so their questions count as unanswered rather than as empty answers."""
+    ok = answers[answers["error"].isna()]
+    return [
+        {
+            "id": row["query_id"],
+            "answer": row["answer"],
+            "contexts": [{"source_path": c["rel_path"], "text": c["text"]} for c in json.loads(row["contexts"])],
+            "abstained": bool(row["abstained"]),
+            "abstained_inferred": bool(row["abstained_inferred"]),
+        }
+        for row in ok.to_dict("records")
+    ]
+
+
+def score_answers(
+    questions: Sequence[Question],
+    answers: Sequence[Mapping[str, Any]],
+    encoder: Encoder | None = None,
+    citation_pattern: str | re.Pattern[str] = DEFAULT_CITATION_PATTERN,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """(per_question, summary). per_question is long (query_id, metric, value), for every answered question:
+
+    - seed 000 rule metrics (RULE_METRICS; citation_ok as 0/1) for every question: one without must_* fields has
+      include_rate 1;
+    - seed 003 json_v2_score (0-100), json_v2_schema_ok and the seven json_v2_<part> (NaN when the schema fails)
+      when the question has an answer_example; grounding uses the answer's contexts (none given: grounding 0);
+    - seed 004 token_f1, exact_match, rouge_l (and semantic_similarity with an encoder) when it has a
+      reference_answer;
+    - abstention_correct (1 when the answer abstained) when it is not answerable. An answer without a reported
+      abstained flag abstained when it is empty after stripping whitespace; such flags are counted as inferred.
+
+    summary: n (answered questions), n_questions, missing_answers (ids), weighted_score (seed 000, over the answered
+    questions), means (metric -> mean over defined values), json_v2_gate (seed 003) and abstention when applicable.
+    """
+    known = {q.id for q in questions}
+    problems = [
+        InputProblem("answers", i, "id", f"{a['id']!r} is not a question of the evalset")
+        for i, a in enumerate(answers)
+        if a["id"] not in known
+    ]
+    answered: dict[str, Mapping[str, Any]] = {}
+    for i, a in enumerate(answers):
+        if a["id"] in answered:
+            problems.append(InputProblem("answers", i, "id", f"duplicate id {a['id']!r}"))
+        answered[a["id"]] = a
+    if problems:
+        raise InputError(problems)
+    scored = [q for q in questions if q.id in answered]
+    records: list[tuple[str, str, float]] = []
+    rule_scores: list[float] = []
+    json_scores: list[JsonV2Score] = []
+    abstentions: list[tuple[bool, bool]] = []  # (correct, inferred)
+    for q in scored:
+        a = answered[q.id]
+        rules = score_rules(q, a["answer"], citation_pattern)
+        rule_scores.append(rules.question_score)
+        records += [(q.id, name, float(getattr(rules, name))) for name in RULE_METRICS]
+        if q.answer_example is not None:
+            js = score_json_v2(q.answer_example, a["answer"], a.get("contexts") or [])
+            json_scores.append(js)
+            records += [(q.id, "json_v2_score", js.score), (q.id, "json_v2_schema_ok", float(js.schema_ok))]
+            records += [(q.id, f"json_v2_{name}", js.parts.get(name, math.nan)) for name in WEIGHTS]
+        if not q.answerable:
+            abstained, inferred = a.get("abstained"), bool(a.get("abstained_inferred"))
+            if abstained is None:
+                abstained, inferred = not a["answer"].strip(), True
+            abstentions.append((abstained, inferred))
+            records.append((q.id, "abstention_correct", float(abstained)))
+    with_reference = [q for q in scored if q.reference_answer is not None]
+    if with_reference:
+        preds = [answered[q.id]["answer"] for q in with_reference]
+        table = text_metrics(preds, [q.reference_answer for q in with_reference], encoder)
+        for q, row in zip(with_reference, table.to_dict("records")):
+            records += [(q.id, name, float(value)) for name, value in row.items()]
+
+    per_question = pd.DataFrame(records, columns=list(PER_QUESTION_COLUMNS)).astype({"value": float})
+    summary: dict[str, Any] = {
+        "n": len(scored),
+        "n_questions": len(questions),
+        "missing_answers": [q.id for q in questions if q.id not in answered],
+        "weighted_score": weighted_score(rule_scores, [q.weight for q in scored]),
+        "means": _means(per_question),
+    }
+    if json_scores:
+        summary["json_v2_gate"] = asdict(dev_gate(json_scores))
+    if abstentions:
+        summary["abstention"] = {
+            "n": len(abstentions),
+            "accuracy": sum(c for c, _ in abstentions) / len(abstentions),
+            "n_inferred": sum(i for _, i in abstentions),
+        }
+    return per_question, summary
+
+
+def _means(per_question: pd.DataFrame) -> dict[str, float]:
+    defined = per_question[per_question["value"].notna()]
+    means = defined.groupby("metric", sort=False)["value"].mean()
+    return {name: float(means[name]) for name in pd.unique(per_question["metric"]) if name in means.index}

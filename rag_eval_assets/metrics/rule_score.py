@@ -1,0 +1,94 @@
+"""Seed 000's rule score: required phrases, OR-groups, forbidden phrases, a page citation, a weighted run score.
+
+Matching is substring presence after `normalise.fold` on both sides (case, Unicode form, ё/е and whitespace runs do
+not matter). The formulas are the seed's section 5, tabulated in docs/metrics.md.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rag_eval_assets.evalset.schema import Question
+from rag_eval_assets.metrics.normalise import fold
+
+# "стр. 12", "(стр. 12)", "(стр.12-14)": the seed's `(стр. N...)`, parentheses optional. The dot belongs to
+# the abbreviation; the lookbehind keeps "пестр. 5" from counting.
+DEFAULT_CITATION_PATTERN = r"(?<!\w)стр\.\s*\d+"
+CITATION_PENALTY = 0.2
+INCLUDE_WEIGHT = 0.7
+SAFE_WEIGHT = 0.3
+
+
+@dataclass(frozen=True)
+class RuleScore:
+    include_rate: float
+    safe_ok: float
+    base_score: float
+    citation_ok: bool  # the answer holds a page citation (reported whether or not one was required)
+    citation_penalty: float
+    question_score: float
+    include_hits: int
+    include_total: int
+    missing: tuple[str, ...]  # must_include items absent, then unmatched OR-groups written "a | b"
+    forbidden: tuple[str, ...]  # must_not_include items present
+
+
+def score_rules(
+    question: Question, answer: str, citation_pattern: str | re.Pattern[str] = DEFAULT_CITATION_PATTERN
+) -> RuleScore:
+    """One question's score. The citation pattern is searched in the folded answer, case-insensitively, so a
+    pattern written in lowercase ASCII also finds full-width or capitalised forms."""
+    text = fold(answer)
+    missing = [item for item in question.must_include if fold(item) not in text]
+    missing += [" | ".join(group) for group in question.must_include_any if not any(fold(m) in text for m in group)]
+    total = len(question.must_include) + len(question.must_include_any)
+    hits = total - len(missing)
+    include_rate = hits / total if total else 1.0
+    forbidden = tuple(item for item in question.must_not_include if fold(item) in text)
+    safe_ok = 0.0 if forbidden else 1.0
+    base = INCLUDE_WEIGHT * include_rate + SAFE_WEIGHT * safe_ok
+    pattern = citation_pattern if isinstance(citation_pattern, re.Pattern) else re.compile(citation_pattern, re.I)
+    citation_ok = pattern.search(text) is not None
+    penalty = CITATION_PENALTY if question.require_citation and not citation_ok else 0.0
+    return RuleScore(
+        include_rate=include_rate,
+        safe_ok=safe_ok,
+        base_score=base,
+        citation_ok=citation_ok,
+        citation_penalty=penalty,
+        question_score=max(0.0, base - penalty),
+        include_hits=hits,
+        include_total=total,
+        missing=tuple(missing),
+        forbidden=forbidden,
+    )
+
+
+def weighted_score(scores: Sequence[float], weights: Sequence[float]) -> float:
+    """sum(score_i * w_i) / sum(w_i); NaN for no questions."""
+    if len(scores) != len(weights):
+        raise ValueError(f"{len(scores)} scores but {len(weights)} weights")
+    if any(not w > 0 for w in weights):
+        raise ValueError("weights must be > 0")
+    if not scores:
+        return math.nan
+    return sum(s * w for s, w in zip(scores, weights)) / sum(weights)
+
+
+def run_summary(
+    scores: Sequence[float], weights: Sequence[float], *, corpus_sha256: str, questions_sha256: str
+) -> dict[str, Any]:
+    """Seed 000's `summary`: the weighted score and the two hashes compare_runs checks before comparing.
+    `pdf_sha256` keeps the seed's name but holds the corpus hash (corpus.load.corpus_sha256), which covers every
+    document when the corpus is more than one PDF."""
+    return {
+        "weighted_score": weighted_score(scores, weights),
+        "n": len(scores),
+        "total_weight": float(sum(weights)),
+        "pdf_sha256": corpus_sha256,
+        "questions_sha256": questions_sha256,
+    }
