@@ -128,6 +128,36 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _score(args: argparse.Namespace) -> int:
+    from rag_eval_assets.evalset.freeze import evalset_sha256
+    from rag_eval_assets.evalset.load import load_evalset
+    from rag_eval_assets.metrics.answers import load_answers, score_answers
+    from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN
+
+    questions = load_evalset(args.evalset)
+    answers = load_answers(args.answers, {q.id for q in questions})
+    encoder = None
+    if args.embedding_model:
+        from rag_eval_assets.retrieval.encoders import get_encoder
+
+        encoder = get_encoder(args.embedding_model)
+    per_question, summary = score_answers(questions, answers, encoder, args.citation_pattern or DEFAULT_CITATION_PATTERN)
+    summary["questions_sha256"] = evalset_sha256(args.evalset)
+    if args.corpus:
+        from rag_eval_assets.corpus.load import corpus_sha256
+
+        summary["pdf_sha256"] = corpus_sha256(args.corpus)  # seed 000's name, over every file of the corpus
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    per_question.to_parquet(out / "per_question.parquet", index=False)
+    wide = per_question.pivot_table(index="query_id", columns="metric", values="value", dropna=False).reset_index()
+    wide.to_csv(out / "per_question.csv", index=False)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"weighted_score: {summary['weighted_score']:.4f} over {summary['n']} of {summary['n_questions']} questions")
+    print(f"per-question scores: {out / 'per_question.parquet'} (and .csv)\nsummary: {out / 'summary.json'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rag-eval", description=__doc__)
     parser.add_argument("--config", help="configuration file (default: $RAG_EVAL_CONFIG or ./rag_eval.yaml)")
@@ -148,6 +178,14 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--corpus-id", help="corpus id in chunk ids (default: the folder name)")
     ev.add_argument("--evalset-name", help="evalset version name (default: the file or folder name)")
     ev.set_defaults(func=_evaluate)
+    sc = sub.add_parser("score", help="score answers produced elsewhere against an evalset")
+    sc.add_argument("--evalset", required=True, help="an evalset file in any supported format")
+    sc.add_argument("--answers", required=True, help="JSONL: id, answer, optional contexts [{source_path, text}]")
+    sc.add_argument("--out", required=True, help="output directory")
+    sc.add_argument("--corpus", help="the corpus the answers came from (its sha256 goes into the summary)")
+    sc.add_argument("--embedding-model", help="compute semantic similarity with this model (e.g. all-MiniLM-L6-v2)")
+    sc.add_argument("--citation-pattern", help="regex for a page citation (default: стр. N)")
+    sc.set_defaults(func=_score)
     return parser
 
 
