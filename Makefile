@@ -8,7 +8,7 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run test ui clean
+.PHONY: install run test ui clean browser
 
 install: $(STAMP)
 
@@ -27,7 +27,12 @@ $(DAGSTER_HOME):
 run: $(STAMP) $(DAGSTER_HOME)
 	$(VENV)/bin/rag-eval run
 
-test: $(STAMP) $(DAGSTER_HOME)
+# Browser tests use Debian's Chromium (never a browser download); installed here when missing and we are root.
+browser:
+	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi
+
+test: $(STAMP) $(DAGSTER_HOME) browser
 	$(PY) -m pytest
 
 ui: $(STAMP) $(DAGSTER_HOME)

@@ -1,0 +1,1 @@
+"""Run reports: charts (PNG), Markdown tables and a self-contained HTML page."""

@@ -1,0 +1,521 @@
+"""The run store (seed 002 "Results Storage"): one directory per evaluation run.
+
+    <runs_dir>/<run_id>/
+        results.jsonl   one line per (question, retriever, k): question, retrieved chunks, answer, judgments, metrics
+        metrics.json    the aggregates (+ the run's id, creation time, description, previous run)
+        config.json     the full configuration: version tuple, config_hash, ... (secret-looking keys dropped)
+        summary.md      description, configuration, metric table, change against the previous run
+
+Run ids are UTC timestamps (`20251218_063617`, then `-2`, `-3` for runs started in the same second). A run is written
+into a hidden temporary directory and renamed into place, so a run directory is either complete or absent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from itertools import chain, count
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rag_eval_assets.errors import InputError, InputProblem
+from rag_eval_assets.metrics.aggregate import AGGREGATE_COLUMNS
+from rag_eval_assets.reports.markdown import markdown_table, metrics_table_markdown
+from rag_eval_assets.runs.versions import VersionTuple
+
+RESULTS_FILE = "results.jsonl"
+METRICS_FILE = "metrics.json"
+CONFIG_FILE = "config.json"
+SUMMARY_FILE = "summary.md"
+RUN_ID_FORMAT = "%Y%m%d_%H%M%S"
+TEXT_LIMIT = 200
+ELLIPSIS = "…"
+# A config key whose name contains one of these (any case) is never written, whatever its value.
+SECRET_MARKERS = ("api_key", "apikey", "token", "secret", "password", "authorization")
+# Settings that only name or size a secret-looking thing: the name of a key's environment variable, token counts.
+NOT_SECRET = re.compile(r"(_env|_tokens)$")
+VERSION_TUPLE_KEY = "version_tuple"
+CHUNK_SIZE_KEY = "version_tuple.index.chunk_size_chars"
+OVERLAP_KEY = "version_tuple.index.overlap_chars"
+STAGES = ("retrieval", "generation", "judging")
+_RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_ANSWER_FIELDS = (
+    "answerer",
+    "abstained",
+    "abstained_inferred",
+    "abstain_reason",
+    "citations",
+    "model",
+    "prompt_sha256",
+    "prompt_tokens",
+    "completion_tokens",
+    "error",
+)
+_JSON_TEXT_FIELDS = ("citations", "supported_claims", "unsupported_claims", "judge_input")
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run as read back from its directory."""
+
+    path: Path
+    results: list[dict[str, Any]]
+    metrics: dict[str, Any]
+    config: dict[str, Any]
+    summary: str
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def created_at(self) -> str | None:
+        return (self.metrics.get("run") or {}).get("created_at")
+
+    def aggregate_frame(self) -> pd.DataFrame:
+        """metrics.json's aggregate rows: retriever, k, slice, metric, value, ci_low, ci_high, n."""
+        rows = pd.DataFrame(self.metrics.get("aggregate") or [], columns=list(AGGREGATE_COLUMNS))
+        for column in ("value", "ci_low", "ci_high"):
+            rows[column] = pd.to_numeric(rows[column], errors="coerce").astype(float)
+        return rows
+
+    def per_query_frame(self) -> pd.DataFrame:
+        """Every per-question metric of results.jsonl: query_id, retriever, k, metric, value (NaN when null)."""
+        records = [
+            (row["query_id"], row["retriever"], row["k"], metric, np.nan if value is None else float(value))
+            for row in self.results
+            for metric, value in (row.get("metrics") or {}).items()
+        ]
+        return pd.DataFrame(records, columns=["query_id", "retriever", "k", "metric", "value"])
+
+    def stage_frame(self) -> pd.DataFrame:
+        """Latency and cost per stage: stage, retriever, k, query_id, latency_s, cost_usd (NaN when not recorded).
+        Retrieval happens once per (question, retriever) whatever k, so its rows carry k = NaN."""
+        records, seen = [], set()
+        for row in self.results:
+            latency, cost = row.get("latency_s") or {}, row.get("cost_usd") or {}
+            for stage in STAGES:
+                if latency.get(stage) is None and cost.get(stage) is None:
+                    continue
+                k = row["k"]
+                if stage == "retrieval":
+                    if (row["query_id"], row["retriever"]) in seen:
+                        continue
+                    seen.add((row["query_id"], row["retriever"]))
+                    k = None
+                records.append((stage, row["retriever"], k, row["query_id"], latency.get(stage), cost.get(stage)))
+        frame = pd.DataFrame(records, columns=["stage", "retriever", "k", "query_id", "latency_s", "cost_usd"])
+        for column in ("k", "latency_s", "cost_usd"):
+            frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
+        return frame
+
+
+def run_config(versions: VersionTuple, **extra: Any) -> dict[str, Any]:
+    """The config.json of a run: the version tuple, its config_hash and any further settings given."""
+    return {VERSION_TUPLE_KEY: versions.as_dict(), "config_hash": versions.config_hash, **extra}
+
+
+def metrics_document(
+    aggregate: pd.DataFrame,
+    not_computed: pd.DataFrame | None = None,
+    operational: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The `metrics` of write_run from the aggregate table (metrics/aggregate.py columns; metric "weighted_score"
+    rows, when present, are what the comparison gate reads), the (metric, reason) rows of metrics not computed, and
+    free-form operational figures (error counts, token totals, ...)."""
+    missing = [c for c in AGGREGATE_COLUMNS if c not in aggregate.columns]
+    if missing:
+        raise InputError([InputProblem("aggregate", None, c, "missing column") for c in missing])
+    document: dict[str, Any] = {"aggregate": jsonable(aggregate[list(AGGREGATE_COLUMNS)].to_dict("records"))}
+    if not_computed is not None:
+        reasons = not_computed[["metric", "reason"]].drop_duplicates()
+        document["not_computed"] = jsonable(reasons.to_dict("records"))
+    if operational:
+        document["operational"] = jsonable(dict(operational))
+    return document
+
+
+def results_rows(
+    questions: pd.DataFrame,
+    retrieval_results: pd.DataFrame,
+    chunks: pd.DataFrame,
+    per_query_metrics: pd.DataFrame,
+    answers: pd.DataFrame | None = None,
+    judgments: pd.DataFrame | None = None,
+) -> list[dict[str, Any]]:
+    """One row per (question, retriever, k) present in `per_query_metrics` or `answers`, in question order.
+
+    `questions` is the evalset table (id, question, type, weight, ...); the retrieved list is the retriever's first k
+    results in rank order, with the chunk's rel_path, heading_path, page and text; texts are kept whole here
+    (write_run cuts them). `judgments` may carry latency_s / cost_usd columns; they are then the judging stage's.
+    """
+    grid = per_query_metrics[["retriever", "k"]]
+    if answers is not None:
+        grid = pd.concat([grid, answers[["retriever", "k"]]])
+    cells = sorted({(str(r), int(k)) for r, k in grid.itertuples(index=False)})
+
+    chunk_info = chunks.set_index("chunk_id")[["rel_path", "heading_path", "page", "text"]]
+    chunk_info = chunk_info[~chunk_info.index.duplicated()]
+    ordered = retrieval_results.sort_values(["retriever", "query_id", "rank"], kind="stable")
+    ordered = ordered.join(chunk_info, on="chunk_id")
+    retrieved: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    retrieval_latency: dict[tuple[str, str], float] = {}
+    for (retriever, query_id), group in ordered.groupby(["retriever", "query_id"], sort=False):
+        retrieved[(retriever, query_id)] = [
+            {
+                "rank": r.rank,
+                "chunk_id": r.chunk_id,
+                "doc_id": r.doc_id,
+                "rel_path": r.rel_path,
+                "heading_path": r.heading_path,
+                "page": r.page,
+                "score": r.score,
+                "score_bm25": getattr(r, "score_bm25", None),
+                "score_dense": getattr(r, "score_dense", None),
+                "text": r.text,
+            }
+            for r in group.itertuples(index=False)
+        ]
+        if "latency_s" in group.columns:
+            retrieval_latency[(retriever, query_id)] = group["latency_s"].iloc[0]
+
+    metric_values: dict[tuple[str, str, int], dict[str, float]] = {}
+    for r in per_query_metrics.itertuples(index=False):
+        metric_values.setdefault((r.query_id, r.retriever, int(r.k)), {})[r.metric] = r.value
+    answer_rows = {} if answers is None else _by_cell(answers)
+    judgment_rows = {} if judgments is None else _group_by_cell(judgments)
+
+    rows = []
+    for q in questions.to_dict("records"):
+        query_id = q["id"]
+        for retriever, k in cells:
+            cell = (query_id, retriever, k)
+            if cell not in metric_values and cell not in answer_rows:
+                continue
+            answer = answer_rows.get(cell)
+            judged = judgment_rows.get(cell, [])
+            latency = {"retrieval": retrieval_latency.get((retriever, query_id))}
+            cost: dict[str, Any] = {}
+            if answer is not None:
+                latency["generation"] = answer.get("latency_s")
+                cost["generation"] = answer.get("cost_usd")
+            if judged and "latency_s" in judged[0]:
+                latency["judging"] = sum(j["latency_s"] or 0.0 for j in judged)
+            if judged and "cost_usd" in judged[0]:
+                cost["judging"] = sum(j["cost_usd"] or 0.0 for j in judged)
+            rows.append(
+                jsonable(
+                    {
+                        "query_id": query_id,
+                        "question": q.get("question"),
+                        "type": q.get("type"),
+                        "weight": q.get("weight", 1.0),
+                        "retriever": retriever,
+                        "k": k,
+                        "retrieved": retrieved.get((retriever, query_id), [])[:k],
+                        "answer": None if answer is None else _answer_record(answer),
+                        "judgments": [_judgment_record(j) for j in judged],
+                        "latency_s": latency,
+                        "cost_usd": cost,
+                        "metrics": metric_values.get(cell, {}),
+                    }
+                )
+            )
+    return rows
+
+
+def _by_cell(frame: pd.DataFrame) -> dict[tuple[str, str, int], dict[str, Any]]:
+    return {(r["query_id"], r["retriever"], int(r["k"])): r for r in frame.to_dict("records")}
+
+
+def _group_by_cell(frame: pd.DataFrame) -> dict[tuple[str, str, int], list[dict[str, Any]]]:
+    grouped: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for r in frame.to_dict("records"):
+        grouped.setdefault((r["query_id"], r["retriever"], int(r["k"])), []).append(r)
+    return grouped
+
+
+def _answer_record(answer: dict[str, Any]) -> dict[str, Any]:
+    record = {"text": answer.get("answer")}
+    record.update({name: _parsed(name, answer.get(name)) for name in _ANSWER_FIELDS if name in answer})
+    return record
+
+
+def _judgment_record(judgment: dict[str, Any]) -> dict[str, Any]:
+    return {
+        name: _parsed(name, value)
+        for name, value in judgment.items()
+        if name not in ("query_id", "retriever", "k", "latency_s", "cost_usd")
+    }
+
+
+def _parsed(name: str, value: Any) -> Any:
+    """The tables keep nested values as JSON text; a run row keeps them as JSON."""
+    if name in _JSON_TEXT_FIELDS and isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON values: numpy scalars as Python numbers, NaN / inf / NA as None, tuples and arrays as lists.
+    Anything else that JSON cannot hold is left for json.dumps to refuse."""
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def truncate_texts(value: Any, limit: int = TEXT_LIMIT) -> Any:
+    """Every string longer than `limit` cut to `limit` characters, the last being "…"; values of identifier keys
+    (`id`, `*_id`) are kept whole so runs stay joinable."""
+    if isinstance(value, dict):
+        return {k: v if _is_identifier(k) else truncate_texts(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [truncate_texts(v, limit) for v in value]
+    if isinstance(value, str) and len(value) > limit:
+        return value[: limit - 1] + ELLIPSIS
+    return value
+
+
+def _is_identifier(key: str) -> bool:
+    return key == "id" or key.endswith("_id")
+
+
+def drop_secrets(value: Any) -> Any:
+    """`value` without any mapping key whose name contains a SECRET_MARKERS entry, at any depth (keys matching
+    NOT_SECRET, such as `api_key_env` or `max_tokens`, hold no secret and are kept)."""
+    if isinstance(value, Mapping):
+        return {k: drop_secrets(v) for k, v in value.items() if not _is_secret(str(k).lower())}
+    if isinstance(value, (list, tuple)):
+        return [drop_secrets(v) for v in value]
+    return value
+
+
+def _is_secret(key: str) -> bool:
+    return any(m in key for m in SECRET_MARKERS) and not NOT_SECRET.search(key)
+
+
+def flatten(value: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as dotted keys (`version_tuple.judge.model`); lists stay values."""
+    flat: dict[str, Any] = {}
+    for key, item in value.items():
+        name = f"{prefix}{key}"
+        if isinstance(item, Mapping) and item:
+            flat.update(flatten(item, name + "."))
+        else:
+            flat[name] = item
+    return flat
+
+
+def write_run(
+    runs_dir: str | Path,
+    *,
+    results: Sequence[Mapping[str, Any]],
+    metrics: Mapping[str, Any],
+    config: Mapping[str, Any],
+    description: str | None = None,
+    previous: str | Path | None = None,
+    store_full_text: bool = False,
+    run_id: str | None = None,
+    now: datetime | None = None,
+) -> Path:
+    """Write a run directory and return its path.
+
+    `results`: rows as made by results_rows; `metrics`: as made by metrics_document; `config`: the full
+    configuration (run_config). `previous` (a run directory) adds the comparison with that run to summary.md.
+    Without `run_id` the id is the UTC time (`now`, default the current time) with -2, -3, ... appended while taken;
+    an explicit `run_id` that is taken raises FileExistsError.
+    """
+    runs_dir = Path(runs_dir)
+    if "aggregate" not in metrics:
+        raise InputError([InputProblem("metrics", None, "aggregate", "missing (build it with metrics_document)")])
+    if run_id is not None and not _RUN_ID.fullmatch(run_id):
+        raise ValueError(f"run_id must be letters, digits, '_', '.', '-' and not start with '.' or '-', got {run_id!r}")
+    created = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    previous_run = read_run(previous) if previous is not None else None
+    clean_config = drop_secrets(jsonable(dict(config)))
+    rows = [jsonable(dict(r)) if store_full_text else truncate_texts(jsonable(dict(r))) for r in results]
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    stem = run_id or created.strftime(RUN_ID_FORMAT)
+    names = [stem] if run_id is not None else chain([stem], (f"{stem}-{n}" for n in count(2)))
+    for name in names:
+        target = runs_dir / name
+        if target.exists():
+            continue
+        document = {
+            **jsonable(dict(metrics)),
+            "run": {
+                "run_id": name,
+                "created_at": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "description": description,
+                "previous_run_id": previous_run.run_id if previous_run else None,
+            },
+        }
+        summary = summary_markdown(Run(target, rows, document, clean_config, ""), description, previous_run)
+        if _write_atomically(runs_dir, target, rows, document, clean_config, summary):
+            return target
+    raise FileExistsError(f"run {runs_dir / stem} already exists")
+
+
+def _write_atomically(
+    runs_dir: Path, target: Path, rows: list[dict[str, Any]], metrics: dict, config: dict, summary: str
+) -> bool:
+    """Write the four files into a hidden temporary directory and rename it to `target`; False when `target`
+    appeared in the meantime (another writer took the id)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=runs_dir))
+    try:
+        with (tmp / RESULTS_FILE).open("w", encoding="utf-8") as out:
+            for row in rows:
+                out.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
+        for file, content in ((METRICS_FILE, metrics), (CONFIG_FILE, config)):
+            text = json.dumps(content, ensure_ascii=False, allow_nan=False, indent=2, sort_keys=file == CONFIG_FILE)
+            (tmp / file).write_text(text + "\n", encoding="utf-8")
+        (tmp / SUMMARY_FILE).write_text(summary, encoding="utf-8")
+        try:
+            # rename refuses a non-empty target; an empty directory someone created meanwhile is not a run.
+            tmp.rename(target)
+        except OSError:
+            if target.exists():
+                return False
+            raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return True
+
+
+def read_run(path: str | Path) -> Run:
+    """The run in directory `path`; InputError naming every missing or unreadable file (and line)."""
+    path = Path(path)
+    problems: list[InputProblem] = []
+    documents: dict[str, Any] = {}
+    for name in (METRICS_FILE, CONFIG_FILE):
+        file = path / name
+        try:
+            documents[name] = json.loads(file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            problems.append(InputProblem(str(file), None, None, "missing: not a run directory"))
+        except json.JSONDecodeError as exc:
+            problems.append(InputProblem(str(file), exc.lineno, None, f"invalid JSON: {exc.msg}"))
+    rows: list[dict[str, Any]] = []
+    results_file = path / RESULTS_FILE
+    if results_file.is_file():
+        with results_file.open(encoding="utf-8") as lines:
+            for number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    problems.append(InputProblem(str(results_file), number, None, f"invalid JSON: {exc.msg}"))
+    else:
+        problems.append(InputProblem(str(results_file), None, None, "missing: not a run directory"))
+    if problems:
+        raise InputError(problems)
+    summary_file = path / SUMMARY_FILE
+    summary = summary_file.read_text(encoding="utf-8") if summary_file.is_file() else ""
+    return Run(path, rows, documents[METRICS_FILE], documents[CONFIG_FILE], summary)
+
+
+def latest_run(runs_dir: str | Path) -> Path | None:
+    """The most recently created complete run under `runs_dir` (by metrics.json's created_at, then id), or None."""
+    runs_dir = Path(runs_dir)
+    if not runs_dir.is_dir():
+        return None
+    candidates = []
+    for path in runs_dir.iterdir():
+        if path.name.startswith(".") or not (path / METRICS_FILE).is_file():
+            continue
+        try:
+            created = (json.loads((path / METRICS_FILE).read_text(encoding="utf-8")).get("run") or {}).get("created_at")
+        except json.JSONDecodeError:
+            continue
+        candidates.append((created or "", _id_order(path.name), path))
+    return max(candidates)[2] if candidates else None
+
+
+def _id_order(name: str) -> tuple[str, int]:
+    """`20251218_063617-10` after `20251218_063617-2`."""
+    stem, _, suffix = name.rpartition("-")
+    return (stem, int(suffix)) if stem and suffix.isdigit() else (name, 1)
+
+
+def config_value(config: Mapping[str, Any], dotted: str) -> Any:
+    """The value at a dotted key of a nested config, None when any part is absent."""
+    value: Any = config
+    for part in dotted.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def summary_markdown(run: Run, description: str | None, previous: Run | None) -> str:
+    """summary.md: description (given or generated), configuration, metric table, change against `previous`."""
+    # compare imports Run from this module.
+    from rag_eval_assets.runs.compare import compare_runs, comparison_markdown
+
+    aggregate = run.aggregate_frame()
+    parts = [
+        f"# Run {run.run_id}",
+        f"Created {run.created_at}.",
+        "## Description",
+        description or generated_description(run, previous),
+        "## Configuration",
+        f"- config_hash: `{run.config.get('config_hash')}`\n"
+        f"- chunk_size_chars: {config_value(run.config, CHUNK_SIZE_KEY)}, "
+        f"overlap_chars: {config_value(run.config, OVERLAP_KEY)}",
+        markdown_table(["key", "value"], [[k, _config_text(v)] for k, v in sorted(flatten(run.config).items())]),
+        "## Metrics (all questions)",
+        metrics_table_markdown(aggregate),
+        "Means over the questions where a metric is defined; 95% bootstrap intervals and per-slice values are in "
+        "metrics.json, per-question values in results.jsonl.",
+    ]
+    not_computed = run.metrics.get("not_computed") or []
+    if not_computed:
+        parts += ["## Not computed", "\n".join(f"- {r['metric']}: {r['reason']}" for r in not_computed)]
+    if previous is not None:
+        parts += [f"## Change against run {previous.run_id}", comparison_markdown(compare_runs(previous, run))]
+    return "\n\n".join(parts) + "\n"
+
+
+def generated_description(run: Run, previous: Run | None) -> str:
+    retrievers = sorted({str(r["retriever"]) for r in run.results})
+    ks = sorted({int(r["k"]) for r in run.results})
+    questions = len({r["query_id"] for r in run.results})
+    version = config_value(run.config, "version_tuple.dataset.eval_set_version")
+    text = (
+        f"{questions} questions{f' of {version}' if version else ''}, "
+        f"retrievers {', '.join(retrievers) or '—'}, k = {', '.join(map(str, ks)) or '—'}"
+    )
+    if any(r.get("answer") for r in run.results):
+        text += ", with answers"
+    if previous is not None:
+        text += f"; compared with run {previous.run_id}"
+    return text + "."
+
+
+def _config_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+

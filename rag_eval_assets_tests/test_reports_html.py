@@ -1,0 +1,139 @@
+"""The HTML report: self-contained (no external URL), every chart embedded, and rendered by a real headless
+Chromium (Debian's `chromium` package; skipped when it is absent, except in CI)."""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from rag_eval_assets.reports.html import CHARTS, CHARTS_DIR, build_report
+from rag_eval_assets.runs.store import Run, read_run
+from rag_eval_assets_tests.test_reports_charts import HEIGHT, WIDTH, png_size
+from rag_eval_assets_tests.test_runs_store import write_sample_run
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+URL_ATTRIBUTES = ("src", "href", "srcset", "action", "poster", "data", "formaction")
+
+
+class Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.style = ""
+        self._in_style = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        self._in_style = tag == "style"
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_style = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_style:
+            self.style += data
+        else:
+            self.text.append(data)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, Path]:
+    run = read_run(write_sample_run(tmp_path_factory.mktemp("runs")))
+    return run, build_report(run)
+
+
+def parse(path: Path) -> Page:
+    page = Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    page.close()
+    return page
+
+
+def test_report_embeds_every_chart_as_a_png_data_uri(report: tuple[Run, Path], tmp_path: Path) -> None:
+    run, path = report
+    assert path == run.path / "report.html"
+    page = parse(path)
+    images = {attrs["data-chart"]: attrs for tag, attrs in page.tags if tag == "img"}
+    assert set(images) == set(CHARTS)
+    for name, attrs in images.items():
+        prefix = "data:image/png;base64,"
+        assert attrs["src"].startswith(prefix)
+        png = tmp_path / f"{name}.png"
+        png.write_bytes(base64.b64decode(attrs["src"][len(prefix):], validate=True))
+        assert png.stat().st_size > 5000 and png_size(png) == (WIDTH, HEIGHT)
+        assert png.read_bytes() == (run.path / CHARTS_DIR / f"{name}.png").read_bytes()
+        assert attrs["alt"] == CHARTS[name]
+
+
+def test_report_has_no_external_url(report: tuple[Run, Path]) -> None:
+    _, path = report
+    page = parse(path)
+    urls = [attrs[a] for _, attrs in page.tags for a in URL_ATTRIBUTES if attrs.get(a)]
+    assert urls and all(u.startswith("data:image/png;base64,") for u in urls)
+    assert not [u for u in urls if "http" in u.lower() or "//" in u.split(",")[0]]
+    assert {tag for tag, _ in page.tags}.isdisjoint({"script", "link", "iframe", "object", "embed"})
+    assert "url(" not in page.style and "@import" not in page.style
+
+
+def test_report_shows_configuration_and_summary(report: tuple[Run, Path]) -> None:
+    run, path = report
+    page = parse(path)
+    text = " ".join(" ".join(page.text).split())
+    assert "chunk_size_chars 800 overlap_chars 100" in text
+    assert f"config_hash {run.config['config_hash']}" in text
+    assert "eval_set_version sample@eeeeeeeeeeee" in text
+    # The version tuple, part by part.
+    for part, key, value in (("index", "chunker_version", "chars-v1"), ("judge", "prompt_version", "groundedness-v1"),
+                             ("dataset", "corpus_sha256", "c" * 64)):
+        assert f"{part} {key} {value}" in text
+    aggregate = run.aggregate_frame()
+    row = aggregate[(aggregate["retriever"] == "bm25") & (aggregate["k"] == 5) & (aggregate["slice"] == "all")]
+    values = " ".join(f"{v:.3f}" if not np.isnan(v) else "—" for v in row["value"])
+    assert f"bm25 5 {values}" in text
+    assert "correctness : no judge endpoint configured" in text  # <b>metric</b>: reason
+    assert "type=negative" in text and "By question type (k = 3)" in text
+
+
+def test_headless_chromium_renders_the_report(report: tuple[Run, Path], tmp_path: Path) -> None:
+    if not CHROMIUM.exists():
+        reason = f"{CHROMIUM} is missing: apt-get install -y chromium"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    _, path = report
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "report_screenshot.png"
+    shot.unlink(missing_ok=True)
+    command = [
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--screenshot={shot}",
+        "--window-size=1280,2000",
+        path.resolve().as_uri(),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
+    assert shot.stat().st_size > 10_000 and png_size(shot) == (1280, 2000)
+    pixels = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    not_white = np.any(pixels < 235, axis=2)
+    # Chart colours (matplotlib's blue and orange bars), which only the embedded PNGs can have put there.
+    coloured = (pixels.max(axis=2) - pixels.min(axis=2)) > 80
+    assert not_white.mean() > 0.05, not_white.mean()
+    assert coloured.mean() > 0.005, coloured.mean()

@@ -1,0 +1,93 @@
+"""The paired sign-flip permutation test and the paired bootstrap interval."""
+
+from __future__ import annotations
+
+from math import comb
+
+import numpy as np
+import pytest
+
+from rag_eval_assets.metrics.stats import bootstrap_ci
+from rag_eval_assets.runs.significance import paired_test, paired_tests, sign_flip_p_values
+
+
+def sign_flip_p_value(diffs, **options) -> tuple[float, bool]:
+    p_values, exact = sign_flip_p_values(np.asarray(diffs, dtype=float)[:, None], **options)
+    return float(p_values[0]), exact
+
+
+def test_exact_p_values_by_enumeration() -> None:
+    # Three +1 differences: of the 8 sign patterns, +++ and --- are as extreme as the data.
+    assert sign_flip_p_value([1.0, 1.0, 1.0]) == (0.25, True)
+    assert sign_flip_p_value([0.5] * 5) == (2 / 32, True)
+    # |mean| >= 2/4 for (+, +, +, -) needs at least three of the four signs to agree: 10 of 16 patterns.
+    assert sign_flip_p_value([1.0, 1.0, 1.0, -1.0]) == (10 / 16, True)
+    assert sign_flip_p_value([1.0, -1.0]) == (1.0, True)
+    assert sign_flip_p_value([0.0, 0.0, 0.0]) == (1.0, True)
+
+
+def test_monte_carlo_p_value_agrees_with_the_binomial_answer() -> None:
+    # +-1 differences: |mean of flipped| >= |observed| iff |2B - n| >= |plus - minus| with B ~ Binomial(n, 1/2).
+    n, plus = 30, 21
+    diffs = np.array([1.0] * plus + [-1.0] * (n - plus))
+    observed = abs(2 * plus - n)
+    exact = sum(comb(n, b) for b in range(n + 1) if abs(2 * b - n) >= observed) / 2**n
+    p, is_exact = sign_flip_p_value(diffs, n_perm=40000, seed=3)
+    assert not is_exact and p == pytest.approx(exact, abs=0.005)
+    assert sign_flip_p_value(diffs, n_perm=40000, seed=3) == (p, False)  # deterministic
+
+
+def test_a_big_consistent_improvement_is_significant() -> None:
+    rng = np.random.default_rng(0)
+    base = (rng.random(80) < 0.4).astype(float)
+    cand = base.copy()
+    failures = np.flatnonzero(base == 0)
+    cand[failures[:20]] = 1.0  # 20 of the failures now succeed, nothing is lost
+    test = paired_test(base, cand)
+    assert test.n == 80 and test.delta == pytest.approx(20 / 80)
+    assert test.p_value < 0.001
+    assert 0 < test.ci_low < test.delta < test.ci_high
+
+
+def test_noise_is_not_significant() -> None:
+    rng = np.random.default_rng(1)
+    base = rng.random(80)
+    cand = base + rng.normal(0.0, 0.2, 80)
+    test = paired_test(base, cand)
+    assert test.p_value > 0.05
+    assert test.ci_low < 0 < test.ci_high
+
+
+def test_the_test_rejects_about_five_percent_of_null_samples() -> None:
+    rng = np.random.default_rng(2)
+    p_values = [sign_flip_p_value(rng.normal(0.0, 1.0, 25), n_perm=999, seed=s)[0] for s in range(300)]
+    rate = np.mean(np.array(p_values) < 0.05)
+    assert 0.02 <= rate <= 0.09
+
+
+def test_pairs_with_a_missing_value_are_left_out() -> None:
+    base = np.array([0.0, 0.0, np.nan, 1.0, 0.0, 0.0])
+    cand = np.array([1.0, 1.0, 1.0, np.nan, 1.0, 1.0])
+    test = paired_test(base, cand, n_boot=200, seed=4)
+    assert test.n == 4 and test.delta == 1.0 and test.exact
+    assert test.p_value == 2 / 16
+    assert (test.ci_low, test.ci_high) == bootstrap_ci([1.0] * 4, 200, 4)
+    empty = paired_test([np.nan], [1.0])
+    assert empty.n == 0 and np.isnan(empty.p_value) and np.isnan(empty.delta)
+    with pytest.raises(ValueError, match="equal length"):
+        paired_test([1.0, 2.0], [1.0])
+
+
+def test_columns_get_the_same_result_alone_or_together() -> None:
+    rng = np.random.default_rng(5)
+    base = rng.random((40, 5))
+    cand = base + rng.normal(0.05, 0.2, (40, 5))
+    base[rng.random((40, 5)) < 0.2] = np.nan  # columns with different numbers of pairs
+    together = paired_tests(base, cand, n_perm=3000, n_boot=300, seed=9)
+    for j in range(5):
+        alone = paired_test(base[:, j], cand[:, j], n_perm=3000, n_boot=300, seed=9)
+        assert (together[j].n, together[j].p_value, together[j].exact) == (alone.n, alone.p_value, alone.exact)
+        # The interval's matrix product may sum in another order: equal to the last bits.
+        got = (together[j].delta, together[j].ci_low, together[j].ci_high)
+        assert got == pytest.approx((alone.delta, alone.ci_low, alone.ci_high), rel=1e-12, abs=1e-15)
+    assert len({t.n for t in together}) > 1
