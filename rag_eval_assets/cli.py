@@ -158,6 +158,25 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from rag_eval_assets.runs.compare import compare_runs, format_comparison
+    from rag_eval_assets.runs.store import read_run
+
+    comparison = compare_runs(
+        read_run(args.base),
+        read_run(args.cand),
+        min_delta=args.min_delta,
+        max_regressions=args.max_regressions,
+        ignore_invariants=args.ignore_invariants,
+        significant_only=args.significant_only,
+        primary_metric=args.primary_metric,
+        retrievers=args.retriever or None,
+        ks=args.k or None,
+    )
+    print(format_comparison(comparison))
+    return comparison.exit_code
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rag-eval", description=__doc__)
     parser.add_argument("--config", help="configuration file (default: $RAG_EVAL_CONFIG or ./rag_eval.yaml)")
@@ -186,6 +205,19 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--embedding-model", help="compute semantic similarity with this model (e.g. all-MiniLM-L6-v2)")
     sc.add_argument("--citation-pattern", help="regex for a page citation (default: стр. N)")
     sc.set_defaults(func=_score)
+    cmp = sub.add_parser(
+        "compare", help="compare two runs; exit 0 gate passed, 1 gate failed, 2 incompatible runs (seed 000)"
+    )
+    cmp.add_argument("--base", required=True, help="baseline run directory (data/runs/<run_id>)")
+    cmp.add_argument("--cand", required=True, help="candidate run directory")
+    cmp.add_argument("--min-delta", type=float, default=0.0, help="fail when the score delta is below this")
+    cmp.add_argument("--max-regressions", type=int, help="fail when more questions regress than this")
+    cmp.add_argument("--ignore-invariants", action="store_true", help="compare runs with different evalsets/judges")
+    cmp.add_argument("--significant-only", action="store_true", help="count only significant regressions (p<0.05)")
+    cmp.add_argument("--primary-metric", default="hit@k", help="per-question metric defining success (hit@k)")
+    cmp.add_argument("--retriever", action="append", help="limit the gate to this retriever (repeatable)")
+    cmp.add_argument("--k", action="append", type=int, help="limit the gate to this k (repeatable)")
+    cmp.set_defaults(func=_compare)
     return parser
 
 
