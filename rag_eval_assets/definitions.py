@@ -6,12 +6,14 @@ from pathlib import Path
 
 import dagster as dg
 
+from rag_eval_assets.defs.answers.assets import answer_defs
 from rag_eval_assets.defs.inputs.definitions import inputs_defs
 from rag_eval_assets.defs.jobs import JOBS
-from rag_eval_assets.defs.resources import RagEvalSettings
+from rag_eval_assets.defs.report.assets import report_defs
+from rag_eval_assets.defs.resources import LLMResource, RagEvalSettings
 from rag_eval_assets.defs.retrieval.assets import retrieval_defs
 from rag_eval_assets.defs.storage.parquet_io_manager import ParquetIOManagerResource
-from rag_eval_assets.settings import default_config_path, load_settings
+from rag_eval_assets.settings import Settings, default_config_path, load_settings
 
 
 def build_defs(config_path: str | Path | None = None) -> dg.Definitions:
@@ -21,9 +23,17 @@ def build_defs(config_path: str | Path | None = None) -> dg.Definitions:
         resources={
             "settings": RagEvalSettings(config_path=str(settings.config_file)),
             "io_manager": ParquetIOManagerResource(base_path=settings.assets_dir),
-        }
+            "llm": _llm_resource(settings),
+        },
     )
-    return dg.Definitions.merge(shared, inputs_defs(), retrieval_defs(settings))
+    return dg.Definitions.merge(shared, inputs_defs(), retrieval_defs(settings), answer_defs(settings), report_defs())
+
+
+def _llm_resource(settings: Settings) -> LLMResource:
+    # The key stays an environment variable reference: Dagster resolves it at run time and never shows its value.
+    if settings.llm is not None and settings.llm.api_key_env:
+        return LLMResource(api_key=dg.EnvVar(settings.llm.api_key_env))
+    return LLMResource()
 
 
 defs = build_defs(default_config_path())

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from rag_eval_assets.errors import InputError, InputProblem
+from rag_eval_assets.llm.settings import SCHEMA_MODES, LLMSettings
 
 CONFIG_ENV_VAR = "RAG_EVAL_CONFIG"
 DEFAULT_CONFIG_NAME = "rag_eval.yaml"
@@ -87,6 +88,37 @@ class RetrievalSettings:
 
 
 @dataclass(frozen=True)
+class AnsweringSettings:
+    # extractive (offline, no LLM) | llm, for our retrievers; the http retriever's partitions always take the
+    # service's own answer, abstention flag and references (seed 002).
+    answerer: str = "extractive"
+    k_values: tuple[int, ...] = (5, 10)  # the k dimension of the answer grid: top-k chunks given to the answerer
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    enabled: bool = True  # judges run only when an llm endpoint is configured
+    replicates: int = 0  # > 0: judge a sample again this many times and report self-agreement
+    replicate_sample: int = 10
+
+
+@dataclass(frozen=True)
+class QueryGenerationSettings:
+    n_chunks: int = 10  # chunks sampled (seeded, spread across documents) for seed 004 query generation
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    description: str | None = None  # shown in summary.md; generated from the change against the previous run if unset
+    store_full_text: bool = False  # results.jsonl keeps texts whole instead of cutting them to 200 characters
+    baseline_run_id: str | None = None  # compare against this run; default: the previous run
+    min_delta: float = 0.0  # the gate (seed 000): fail when the score delta is below this
+    max_regressions: int | None = None  # the gate: fail when more questions flip from success to failure
+    primary_metric: str = "hit@k"  # per-question success for regressions; the gate reads weighted_score if present
+
+
+@dataclass(frozen=True)
 class Settings:
     config_file: Path
     storage_dir: str  # local path or fsspec URL; assets/ and frozen/ live under it
@@ -97,6 +129,12 @@ class Settings:
     retrievers: tuple[str, ...] = ("bm25", "dense", "hybrid")
     k_values: tuple[int, ...] = (1, 3, 5, 10, 20)
     retrieval: RetrievalSettings = RetrievalSettings()
+    llm: LLMSettings | None = None  # None: the offline pipeline; LLM-only metrics are reported as not computed
+    answering: AnsweringSettings = AnsweringSettings()
+    judge: JudgeSettings = JudgeSettings()
+    query_generation: QueryGenerationSettings = QueryGenerationSettings()
+    report: ReportSettings = ReportSettings()
+    runs_dir: Path = Path("data/runs")  # data/runs/<run_id>/ (seed 002); a local directory even for remote storage
 
     @property
     def assets_dir(self) -> str:
@@ -105,6 +143,10 @@ class Settings:
     @property
     def frozen_dir(self) -> Path:
         return Path(_join(self.storage_dir, "frozen"))
+
+    @property
+    def generated_dir(self) -> Path:
+        return Path(_join(self.storage_dir, "generated"))
 
     @property
     def cache_dir(self) -> Path:
@@ -128,6 +170,12 @@ _SECTIONS = {
     "retrievers": list,
     "k_values": list,
     "retrieval": dict,
+    "llm": dict,
+    "answering": dict,
+    "judge": dict,
+    "query_generation": dict,
+    "report": dict,
+    "runs_dir": str,
 }
 _SECTION_KEYS = {
     "corpus": {"id": str, "path": str, "language": str},
@@ -151,7 +199,35 @@ _RETRIEVAL_KEYS = {
         "max_attempts": int,
     },
 }
+_LLM_KEYS = {
+    "base_url": str,
+    "model": str,
+    "api_key_env": (str, type(None)),
+    "temperature": _NUMBER,
+    "seed": int,
+    "max_tokens": int,
+    "connect_timeout": _NUMBER,
+    "read_timeout": _NUMBER,
+    "max_concurrency": int,
+    "schema_mode": str,
+    "price_per_1k": dict,
+}
+_ANSWER_KEYS = {
+    "answering": {"answerer": str, "k_values": list},
+    "judge": {"enabled": bool, "replicates": int, "replicate_sample": int},
+    "query_generation": {"n_chunks": int, "seed": int},
+    "report": {
+        "description": (str, type(None)),
+        "store_full_text": bool,
+        "baseline_run_id": (str, type(None)),
+        "min_delta": _NUMBER,
+        "max_regressions": (int, type(None)),
+        "primary_metric": str,
+    },
+}
 _CHOICES = {
+    "llm.schema_mode": SCHEMA_MODES,
+    "answering.answerer": ("extractive", "llm"),
     "retrieval.level": ("chunk", "doc"),
     "retrieval.hybrid.method": ("rrf", "convex"),
     "retrieval.bm25.variant": ("lucene", "okapi", "atire"),
@@ -200,6 +276,19 @@ def load_settings(path: str | Path | None = None) -> Settings:
     retrieval = data.get("retrieval") or {}
     if isinstance(retrieval, dict):
         _check_nested(retrieval, _RETRIEVAL_KEYS, "retrieval", bad)
+    llm = data.get("llm")
+    if isinstance(llm, dict):
+        _check_nested(llm, _LLM_KEYS, "llm", bad)
+        for key in ("base_url", "model"):
+            if key not in llm:
+                bad(f"llm.{key}", "required key is missing")
+    for section, keys in _ANSWER_KEYS.items():
+        if isinstance(data.get(section), dict):
+            _check_nested(data[section], keys, section, bad)
+    answering = data.get("answering") or {}
+    answerer = answering.get("answerer", "extractive") if isinstance(answering, dict) else None
+    if answerer == "llm" and not isinstance(llm, dict):
+        bad("answering.answerer", "'llm' needs an llm section (base_url, model)")
     retrievers = data.get("retrievers", list(Settings.retrievers))
     if isinstance(retrievers, list):
         for i, r in enumerate(retrievers):
@@ -212,8 +301,15 @@ def load_settings(path: str | Path | None = None) -> Settings:
             bad("retrieval.http.base_url", "required when the http retriever is listed")
     k_values = data.get("k_values", list(Settings.k_values))
     if isinstance(k_values, list):
-        if not k_values or any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in k_values):
+        k_ok = bool(k_values) and all(isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in k_values)
+        if not k_ok:
             bad("k_values", "must be a non-empty list of positive integers")
+        answer_ks = answering.get("k_values", list(AnsweringSettings.k_values)) if isinstance(answering, dict) else []
+        if isinstance(answer_ks, list) and k_ok:
+            depth = max(k_values, default=0)
+            if not answer_ks or any(not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= depth
+                                    for k in answer_ks):
+                bad("answering.k_values", f"must be a non-empty list of integers from 1 to max(k_values) = {depth}")
     chunking = data.get("chunking") or {}
     if isinstance(chunking, dict):
         size = chunking.get("chunk_size_chars", ChunkingSettings.chunk_size_chars)
@@ -248,7 +344,30 @@ def load_settings(path: str | Path | None = None) -> Settings:
             hybrid=HybridSettings(**retrieval.get("hybrid", {})),
             http=HttpSettings(**retrieval.get("http", {})),
         ),
+        llm=_llm_settings(llm, name) if isinstance(llm, dict) else None,
+        answering=AnsweringSettings(
+            answerer=answering.get("answerer", "extractive"),
+            k_values=tuple(sorted(set(answering.get("k_values", AnsweringSettings.k_values)))),
+        ),
+        judge=JudgeSettings(**data.get("judge", {})),
+        query_generation=QueryGenerationSettings(**data.get("query_generation", {})),
+        report=ReportSettings(**data.get("report", {})),
+        runs_dir=resolve(data["runs_dir"]) if "runs_dir" in data else _default_runs_dir(storage_dir, base),
     )
+
+
+def _default_runs_dir(storage_dir: str, config_dir: Path) -> Path:
+    return config_dir / "data" / "runs" if "://" in storage_dir else Path(storage_dir) / "runs"
+
+
+def _llm_settings(values: dict, config_file: str) -> LLMSettings:
+    values = dict(values)
+    if "price_per_1k" in values:
+        values["price_per_1k"] = {model: tuple(price) for model, price in values["price_per_1k"].items()}
+    try:
+        return LLMSettings(**values)
+    except (TypeError, ValueError) as exc:
+        raise InputError([InputProblem(config_file, None, "llm", str(exc))]) from exc
 
 
 def _check_nested(values: dict, schema: dict, prefix: str, bad) -> None:

@@ -25,6 +25,13 @@ EXPECTED_ASSETS = {
     "retrieval_results",
     "retrieval_metrics_per_query",
     "retrieval_metrics",
+    "answers",
+    "judged_answers",
+    "generated_queries",
+    "answer_metrics_per_query",
+    "answer_metrics",
+    "evaluation_run",
+    "run_comparison",
 }
 
 
@@ -42,8 +49,13 @@ def test_dg_cli_lists_the_assets(tmp_path):
     assert out.returncode == 0, out.stderr
     listed = json.loads(out.stdout)
     assert {a["asset_key"] for a in listed["assets"]} == EXPECTED_ASSETS
-    assert {c["key"] for c in listed["asset_checks"]} == {"chunks:chunks_schema", "evalset:frozen_version_unchanged"}
-    assert {j["name"] for j in listed["jobs"]} >= {"inputs_job", "retrieval_grid_job", "metrics_job"}
+    assert {c["key"] for c in listed["asset_checks"]} == {
+        "chunks:chunks_schema",
+        "evalset:frozen_version_unchanged",
+        "run_comparison:invariants_match",
+        "run_comparison:quality_gate",
+    }
+    assert {j["name"] for j in listed["jobs"]} >= {"inputs_job", "retrieval_grid_job", "answer_grid_job", "metrics_job"}
 
 
 def _free_port() -> int:
@@ -92,4 +104,6 @@ def test_webserver_serves_the_asset_graph(webserver):
     assert deps["chunks"] == {"corpus_documents"}
     assert deps["gold_labels"] == {"evalset", "corpus_documents", "chunks"}
     assert deps["retrieval_results"] == {"evalset", "chunks", "bm25_index", "dense_index"}
+    assert deps["answers"] == {"evalset", "chunks", "retrieval_results"}
+    assert deps["judged_answers"] == {"evalset", "answers"}
     assert by_key["evalset"]["groupName"] == "inputs"

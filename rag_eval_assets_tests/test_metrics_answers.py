@@ -129,7 +129,9 @@ def test_score_answers_applies_each_metric_where_its_inputs_exist() -> None:
     assert value[("q003", "rouge_l")] == pytest.approx(2 / 3)
     assert value[("q003", "exact_match")] == 0.0
     assert ("q003", "semantic_similarity") not in value  # no encoder given
-    assert value[("q004", "abstention_correct")] == 1.0
+    assert value[("q004", "abstention_accuracy")] == 1.0
+    assert value[("q004", "hallucination_rate_unanswerable")] == 0.0
+    assert value[("q001", "answered_rate")] == 1.0 and ("q004", "answered_rate") not in value
     assert {q for q, _ in value} == {"q001", "q002", "q003", "q004"}
 
     assert summary["n"] == 4 and summary["n_questions"] == 5
@@ -154,10 +156,13 @@ def test_schema_failure_leaves_parts_undefined_and_fails_the_gate() -> None:
 def test_reported_abstention_flag_wins_over_inference() -> None:
     answers = [{"id": "q004", "answer": "I don't know.", "abstained": True}]
     per_question, summary = score_answers(QUESTIONS, answers)
-    assert per_question.query("metric == 'abstention_correct'")["value"].tolist() == [1.0]
+    assert per_question.query("metric == 'abstention_accuracy'")["value"].tolist() == [1.0]
     assert summary["abstention"] == {"n": 1, "accuracy": 1.0, "n_inferred": 0}
     _, summary = score_answers(QUESTIONS, [{"id": "q004", "answer": "Size 44."}])
     assert summary["abstention"] == {"n": 1, "accuracy": 0.0, "n_inferred": 1}
+    # No flag: a refusal phrase is an (inferred) abstention, the same rule the pipeline's answerers use.
+    _, summary = score_answers(QUESTIONS, [{"id": "q004", "answer": "I don't know."}])
+    assert summary["abstention"] == {"n": 1, "accuracy": 1.0, "n_inferred": 1}
 
 
 def test_unknown_and_duplicate_ids_are_refused() -> None:

@@ -25,7 +25,7 @@ def test_http_partition_is_fetched_and_scored(tmp_path):
             f"storage_dir: {tmp_path / 'store'}\n"
             f"corpus: {{id: sample, path: {SAMPLE / 'corpus'}}}\n"
             f"evalset: {{name: sample, path: {SAMPLE / 'evalsets' / 'eval_set.jsonl'}}}\n"
-            "retrievers: [bm25, http]\nk_values: [1, 5]\n"
+            "retrievers: [bm25, http]\nk_values: [1, 5]\nanswering: {k_values: [5]}\n"
             f"retrieval: {{http: {{base_url: '{server.url}', read_timeout: 10}}}}\n",
             encoding="utf-8",
         )
@@ -35,10 +35,17 @@ def test_http_partition_is_fetched_and_scored(tmp_path):
         assert all(s.result.success for s in steps), [s.job for s in steps if not s.result.success]
         n_questions = sum(1 for line in (SAMPLE / "evalsets" / "eval_set.jsonl").read_text().splitlines() if line)
         asks = [r for r in server.requests if r.path == "/api/v1/ask"]
-        assert len(asks) == n_questions and all(r.query.get("debug") == ["true"] for r in asks)
+        # Once for the retrieval partition (depth 5), once for the answer partition k=5 (the service answers itself).
+        assert len(asks) == 2 * n_questions and all(r.query.get("debug") == ["true"] for r in asks)
 
     results = pd.read_parquet(tmp_path / "store" / "assets" / "retrieval_results" / "retriever=http.parquet")
     assert not set(results["chunk_id"]) & set(chunks["chunk_id"])  # its ids, not ours
     table = pd.read_parquet(tmp_path / "store" / "assets" / "retrieval_metrics.parquet")
     row = table[(table.retriever == "http") & (table.slice == "all") & (table.metric == "recall_any@k") & (table.k == 5)]
     assert len(row) == 1 and 0 < row["value"].iloc[0] <= 1
+    answers = pd.read_parquet(tmp_path / "store" / "assets" / "answers" / "retriever=http" / "k=5.parquet")
+    assert set(answers["answerer"]) == {"http"} and len(answers) == n_questions
+    assert not answers["abstained_inferred"].any()  # the service reports its abstention flag
+    assert (answers.loc[~answers["abstained"], "answer"].str.len() > 0).all()
+    ours = pd.read_parquet(tmp_path / "store" / "assets" / "answers" / "retriever=bm25" / "k=5.parquet")
+    assert set(ours["answerer"]) == {"extractive"}

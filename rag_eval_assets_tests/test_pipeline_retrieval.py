@@ -39,6 +39,7 @@ def test_every_job_and_partition_succeeds(pipeline):
         ("retrieval_grid_job", "bm25", True),
         ("retrieval_grid_job", "dense", True),
         ("retrieval_grid_job", "hybrid", True),
+        *[("answer_grid_job", f"{k}|{r}", True) for k in (5, 10) for r in ("bm25", "dense", "hybrid")],
         ("metrics_job", None, True),
     ]
     files = sorted(p.name for p in (assets / "retrieval_results").iterdir())
@@ -91,7 +92,7 @@ def test_folder_filter_reports_scope_miss_rate(tmp_path):
         f"storage_dir: {tmp_path / 'store'}\n"
         f"corpus: {{id: sample, path: {SAMPLE / 'corpus'}}}\n"
         f"evalset: {{name: sample_eval_set, path: {SAMPLE / 'evalsets' / 'eval_set.jsonl'}}}\n"
-        "retrievers: [bm25]\nk_values: [5]\nretrieval: {folder_filter: true}\n",
+        "retrievers: [bm25]\nk_values: [5]\nanswering: {k_values: [5]}\nretrieval: {folder_filter: true}\n",
         encoding="utf-8",
     )
     (tmp_path / "home").mkdir()

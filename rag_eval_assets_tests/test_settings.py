@@ -76,3 +76,31 @@ def test_invalid_yaml_names_the_line(tmp_path):
 def test_missing_file_is_named(tmp_path):
     with pytest.raises(InputError, match="configuration file not found"):
         load_settings(tmp_path / "absent.yaml")
+
+
+def test_llm_and_answer_sections(tmp_path):
+    path = _write(
+        tmp_path,
+        "corpus: {id: c, path: d}\nevalset: {name: e, path: q}\nk_values: [5, 10]\n"
+        "llm: {base_url: 'http://127.0.0.1:8080/v1', model: smol, api_key_env: MY_KEY,"
+        " price_per_1k: {smol: [0.001, 0.002]}}\n"
+        "answering: {answerer: llm, k_values: [10, 5]}\njudge: {replicates: 2}\n",
+    )
+    s = load_settings(path)
+    assert s.llm.model == "smol" and s.llm.api_key_env == "MY_KEY" and s.llm.price == (0.001, 0.002)
+    assert s.answering.answerer == "llm" and s.answering.k_values == (5, 10)
+    assert s.judge.enabled and s.judge.replicates == 2
+    assert load_settings(REPO / "rag_eval.yaml").llm is None  # the shipped configuration runs offline
+
+
+def test_answer_grid_problems_name_their_keys(tmp_path):
+    path = _write(
+        tmp_path,
+        "corpus: {id: c, path: d}\nevalset: {name: e, path: q}\nk_values: [5]\n"
+        "llm: {model: smol, schema_mode: xml}\nanswering: {answerer: http, k_values: [10]}\n",
+    )
+    with pytest.raises(InputError) as info:
+        load_settings(path)
+    assert {p.field for p in info.value.problems} == {
+        "llm.base_url", "llm.schema_mode", "answering.answerer", "answering.k_values"
+    }

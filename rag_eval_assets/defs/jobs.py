@@ -11,14 +11,25 @@ import dagster as dg
 
 INPUTS_JOB = "inputs_job"
 GRID_JOB = "retrieval_grid_job"
+ANSWER_GRID_JOB = "answer_grid_job"
 METRICS_JOB = "metrics_job"
 
 inputs_job = dg.define_asset_job(INPUTS_JOB, selection=dg.AssetSelection.groups("inputs", "index"))
 retrieval_grid_job = dg.define_asset_job(GRID_JOB, selection=dg.AssetSelection.assets("retrieval_results"))
+answer_grid_job = dg.define_asset_job(ANSWER_GRID_JOB, selection=dg.AssetSelection.assets("answers", "judged_answers"))
 metrics_job = dg.define_asset_job(
-    METRICS_JOB, selection=dg.AssetSelection.assets("retrieval_metrics_per_query", "retrieval_metrics")
+    METRICS_JOB,
+    selection=dg.AssetSelection.assets(
+        "retrieval_metrics_per_query",
+        "retrieval_metrics",
+        "generated_queries",
+        "answer_metrics_per_query",
+        "answer_metrics",
+        "evaluation_run",
+        "run_comparison",
+    ),
 )
-JOBS = [inputs_job, retrieval_grid_job, metrics_job]
+JOBS = [inputs_job, retrieval_grid_job, answer_grid_job, metrics_job]
 # The full event log stays in the instance (and the UI); the terminal gets warnings and errors only.
 QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
@@ -31,10 +42,12 @@ class StepOutcome:
 
 
 def run_pipeline(defs: dg.Definitions, instance: dg.DagsterInstance) -> Iterator[StepOutcome]:
-    """Run inputs, then every partition of the grid, then the metrics; stop at the first failed run."""
-    grid = defs.resolve_job_def(GRID_JOB)
-    partition_keys = grid.partitions_def.get_partition_keys() if grid.partitions_def else [None]
-    plan = [(INPUTS_JOB, None)] + [(GRID_JOB, key) for key in partition_keys] + [(METRICS_JOB, None)]
+    """Run inputs, then every partition of the retrieval grid and of the answer grid, then the metrics; stop at the
+    first failed run."""
+    plan = [(INPUTS_JOB, None)]
+    for grid in (GRID_JOB, ANSWER_GRID_JOB):
+        plan += [(grid, key) for key in defs.resolve_job_def(grid).partitions_def.get_partition_keys()]
+    plan.append((METRICS_JOB, None))
     for job_name, partition in plan:
         result = defs.resolve_job_def(job_name).execute_in_process(
             instance=instance, partition_key=partition, raise_on_error=False, run_config=QUIET_CONSOLE

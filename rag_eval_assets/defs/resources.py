@@ -13,3 +13,10 @@ class RagEvalSettings(dg.ConfigurableResource):
 
     def load(self) -> Settings:
         return load_settings(self.config_path)
+
+
+class LLMResource(dg.ConfigurableResource):
+    """The API key of the configured LLM endpoint, read from an environment variable through `dg.EnvVar`, so it
+    never appears in run config, metadata, logs or run directories. Endpoint and model come from rag_eval.yaml."""
+
+    api_key: str | None = None

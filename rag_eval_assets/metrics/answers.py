@@ -21,6 +21,7 @@ from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.evalset.fields import Fields
 from rag_eval_assets.evalset.records import json_error, json_type, parse_json
 from rag_eval_assets.evalset.schema import Question
+from rag_eval_assets.generation.abstention import infer_abstention
 from rag_eval_assets.metrics.json_v2 import WEIGHTS, JsonV2Score, dev_gate, score_json_v2
 from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN, score_rules, weighted_score
 from rag_eval_assets.metrics.text import text_metrics
@@ -110,8 +111,10 @@ def score_answers(
       when the question has an answer_example; grounding uses the answer's contexts (none given: grounding 0);
     - seed 004 token_f1, exact_match, rouge_l (and semantic_similarity with an encoder) when it has a
       reference_answer;
-    - abstention_correct (1 when the answer abstained) when it is not answerable. An answer without a reported
-      abstained flag abstained when it is empty after stripping whitespace; such flags are counted as inferred.
+    - seed 002's abstention metrics, as in generation.abstention: abstention_accuracy and
+      hallucination_rate_unanswerable for unanswerable questions (answerable false or type negative), answered_rate
+      for the others. An answer without a reported abstained flag is judged by generation.abstention.infer_abstention
+      (empty, or a refusal phrase); such flags are counted as inferred.
 
     summary: n (answered questions), n_questions, missing_answers (ids), weighted_score (seed 000, over the answered
     questions), means (metric -> mean over defined values), json_v2_gate (seed 003) and abstention when applicable.
@@ -144,12 +147,15 @@ def score_answers(
             json_scores.append(js)
             records += [(q.id, "json_v2_score", js.score), (q.id, "json_v2_schema_ok", float(js.schema_ok))]
             records += [(q.id, f"json_v2_{name}", js.parts.get(name, math.nan)) for name in WEIGHTS]
-        if not q.answerable:
-            abstained, inferred = a.get("abstained"), bool(a.get("abstained_inferred"))
-            if abstained is None:
-                abstained, inferred = not a["answer"].strip(), True
+        abstained, inferred = a.get("abstained"), bool(a.get("abstained_inferred"))
+        if abstained is None:
+            abstained, inferred = infer_abstention(a["answer"]) is not None, True
+        if q.is_negative:
             abstentions.append((abstained, inferred))
-            records.append((q.id, "abstention_correct", float(abstained)))
+            records += [(q.id, "abstention_accuracy", float(abstained)),
+                        (q.id, "hallucination_rate_unanswerable", 1.0 - float(abstained))]
+        else:
+            records.append((q.id, "answered_rate", 1.0 - float(abstained)))
     with_reference = [q for q in scored if q.reference_answer is not None]
     if with_reference:
         preds = [answered[q.id]["answer"] for q in with_reference]

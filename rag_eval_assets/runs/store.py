@@ -166,7 +166,11 @@ def results_rows(
     chunk_info = chunks.set_index("chunk_id")[["rel_path", "heading_path", "page", "text"]]
     chunk_info = chunk_info[~chunk_info.index.duplicated()]
     ordered = retrieval_results.sort_values(["retriever", "query_id", "rank"], kind="stable")
-    ordered = ordered.join(chunk_info, on="chunk_id")
+    # A service under test's results carry their own chunk fields; ours come from the chunk table.
+    own = [c for c in chunk_info.columns if c in ordered.columns]
+    ordered = ordered.join(chunk_info, on="chunk_id", suffixes=("", "_chunks"))
+    for column in own:
+        ordered[column] = ordered[column].where(ordered[column].notna(), ordered[f"{column}_chunks"])
     retrieved: dict[tuple[str, str], list[dict[str, Any]]] = {}
     retrieval_latency: dict[tuple[str, str], float] = {}
     for (retriever, query_id), group in ordered.groupby(["retriever", "query_id"], sort=False):

@@ -1,0 +1,275 @@
+"""Answers and judgments on the retriever x k grid, generated queries, and answer metric tables."""
+
+import json
+
+import dagster as dg
+import pandas as pd
+
+from rag_eval_assets.defs.answers.build import NO_LLM, answerer_for, llm_client
+from rag_eval_assets.defs.metadata import preview, upstream_versions, version_metadata
+from rag_eval_assets.defs.resources import LLMResource, RagEvalSettings
+from rag_eval_assets.defs.retrieval.build import encoder_for
+from rag_eval_assets.defs.storage.parquet_io_manager import PARTITION_DIMENSIONS_KEY
+from rag_eval_assets.evalset.tables import questions_from_frame, questions_for_metrics
+from rag_eval_assets.generation.abstention import attribution_hit
+from rag_eval_assets.generation.answers import ANSWER_COLUMNS, answer_questions
+from rag_eval_assets.generation.citations import contexts_by_query
+from rag_eval_assets.generation.judges import JUDGMENT_COLUMNS, judge_agreement, judge_answers, judgment_counts
+from rag_eval_assets.generation.query_generation import generate_queries, sample_chunks, write_generated_evalset
+from rag_eval_assets.llm.estimate import estimate_cost, estimate_tokens
+from rag_eval_assets.metrics.aggregate import aggregate_metrics
+from rag_eval_assets.metrics.answers import answers_from_frame, score_answers
+from rag_eval_assets.metrics.ragas_context import context_rows, ragas_context_metrics
+from rag_eval_assets.metrics.rule_score import weighted_score
+from rag_eval_assets.settings import Settings
+
+JUDGE_PROMPT_VERSION = "v1"
+JUDGE_METRICS = ("groundedness", "correctness")
+NOT_COMPUTED_COLUMNS = ("metric", "reason")
+
+
+def _grid_key(context: dg.AssetExecutionContext) -> tuple[str, int]:
+    keys = context.partition_key.keys_by_dimension
+    return keys["retriever"], int(keys["k"])
+
+
+def answer_defs(settings: Settings) -> dg.Definitions:
+    grid = dg.MultiPartitionsDefinition(
+        {
+            "retriever": dg.StaticPartitionsDefinition(list(settings.retrievers)),
+            "k": dg.StaticPartitionsDefinition([str(k) for k in settings.answering.k_values]),
+        }
+    )
+    grid_metadata = {PARTITION_DIMENSIONS_KEY: ["retriever", "k"]}
+    by_retriever = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="retriever")
+
+    @dg.asset(
+        group_name="answers",
+        kinds={"pandas", "parquet"},
+        partitions_def=grid,
+        metadata=grid_metadata,
+        ins={"retrieval_results": dg.AssetIn(partition_mapping=by_retriever)},
+        pool="llm",
+    )
+    def answers(
+        context: dg.AssetExecutionContext,
+        settings: RagEvalSettings,
+        llm: LLMResource,
+        evalset: pd.DataFrame,
+        chunks: pd.DataFrame,
+        retrieval_results: pd.DataFrame,
+    ) -> dg.Output[pd.DataFrame]:
+        """Every question answered from one retriever's top-k chunks (extractive, LLM, or the service under test)."""
+        s = settings.load()
+        retriever, k = _grid_key(context)
+        estimate = _estimate(s, evalset, retrieval_results, chunks, k)
+        if estimate["calls"]:
+            context.log.info(f"estimate before answering: {estimate}")
+        with answerer_for(s, retriever, llm.api_key) as answerer:
+            table = answer_questions(answerer, evalset, retrieval_results, chunks, k)
+            version = answerer.version
+        versions = upstream_versions(context, "evalset", "chunks").with_part(
+            "answerer", **version
+        ).with_part("retriever", name=retriever, k=k)
+        return dg.Output(
+            table,
+            metadata={
+                "answerer": "http" if retriever == "http" else s.answering.answerer,
+                "answers": len(table),
+                "errors": int(table["error"].notna().sum()),
+                "abstained": int(table["abstained"].sum()),
+                "abstained_inferred": int(table["abstained_inferred"].sum()),
+                "prompt_tokens": int(table["prompt_tokens"].fillna(0).sum()),
+                "completion_tokens": int(table["completion_tokens"].fillna(0).sum()),
+                "cost_usd": float(table["cost_usd"].fillna(0).sum()),
+                "estimate": dg.MetadataValue.json(estimate),
+                "preview": preview(table, ["query_id", "answer", "abstained", "error"]),
+                **version_metadata(versions),
+            },
+        )
+
+    @dg.asset(group_name="answers", kinds={"pandas", "parquet"}, partitions_def=grid, metadata=grid_metadata,
+              pool="llm")
+    def judged_answers(
+        context: dg.AssetExecutionContext,
+        settings: RagEvalSettings,
+        llm: LLMResource,
+        evalset: pd.DataFrame,
+        answers: pd.DataFrame,
+    ) -> dg.Output[pd.DataFrame]:
+        """Groundedness and correctness (0-5, seed 002) from a pinned judge at temperature 0; failures kept as rows."""
+        s = settings.load()
+        if s.llm is None or not s.judge.enabled:
+            reason = NO_LLM if s.llm is None else "not computed: judge.enabled is false"
+            return dg.Output(pd.DataFrame(columns=list(JUDGMENT_COLUMNS)), metadata={"not_computed": reason})
+        estimate = estimate_cost(len(answers) * len(JUDGE_METRICS), _mean_prompt_tokens(answers), 200, s.llm)
+        context.log.info(f"estimate before judging: {estimate}")
+        with llm_client(s, llm.api_key) as client:
+            table = judge_answers(client, answers, evalset, JUDGE_PROMPT_VERSION, s.judge.replicates,
+                                  s.judge.replicate_sample)
+            usage = client.usage()
+        versions = upstream_versions(context, "evalset", "chunks").with_part(
+            "judge", model=s.llm.model, prompt_version=JUDGE_PROMPT_VERSION, temperature=s.llm.temperature
+        )
+        metadata = {
+            "judge_model": s.llm.model,
+            "judge_prompt_version": JUDGE_PROMPT_VERSION,
+            "counts": dg.MetadataValue.json(judgment_counts(table)),
+            "usage": dg.MetadataValue.json(usage),
+            "estimate": dg.MetadataValue.json(estimate),
+            **version_metadata(versions),
+        }
+        if s.judge.replicates:
+            metadata["self_agreement"] = dg.MetadataValue.json(judge_agreement(table))
+        return dg.Output(table, metadata=metadata)
+
+    @dg.asset(group_name="answers", kinds={"pandas", "parquet"})
+    def generated_queries(
+        context: dg.AssetExecutionContext, settings: RagEvalSettings, llm: LLMResource, chunks: pd.DataFrame
+    ) -> dg.Output[pd.DataFrame]:
+        """Seed 004 questions generated from sampled chunks, written as an evalset file that can be frozen."""
+        s = settings.load()
+        if s.llm is None:
+            return dg.Output(pd.DataFrame(columns=["id", "question", "type"]), metadata={"not_computed": NO_LLM})
+        sample = sample_chunks(chunks, s.query_generation.n_chunks, s.query_generation.seed)
+        with llm_client(s, llm.api_key) as client:
+            questions, report = generate_queries(client, sample)
+            usage = client.usage()
+        path = s.generated_dir / "generated_queries.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_generated_evalset(questions, path)
+        table = pd.DataFrame(
+            {"id": [q.id for q in questions], "question": [q.question for q in questions],
+             "type": [q.type for q in questions], "gold_chunk_ids": [json.dumps(q.gold_chunk_ids) for q in questions]}
+        )
+        return dg.Output(
+            table,
+            metadata={
+                "evalset_file": dg.MetadataValue.path(str(path)),
+                "report": dg.MetadataValue.json({k: v for k, v in report.items() if k != "calls"}),
+                "usage": dg.MetadataValue.json(usage),
+                "preview": preview(table, ["id", "type", "question"]),
+            },
+        )
+
+    @dg.asset(
+        group_name="answers",
+        kinds={"pandas", "parquet"},
+        ins={
+            "answers": dg.AssetIn(partition_mapping=dg.AllPartitionMapping()),
+            "judged_answers": dg.AssetIn(partition_mapping=dg.AllPartitionMapping()),
+            "retrieval_results": dg.AssetIn(partition_mapping=dg.AllPartitionMapping()),
+        },
+    )
+    def answer_metrics_per_query(
+        context: dg.AssetExecutionContext,
+        settings: RagEvalSettings,
+        llm: LLMResource,
+        evalset: pd.DataFrame,
+        chunks: pd.DataFrame,
+        gold_labels: pd.DataFrame,
+        answers: dict[str, pd.DataFrame],
+        judged_answers: dict[str, pd.DataFrame],
+        retrieval_results: dict[str, pd.DataFrame],
+    ) -> dg.Output[pd.DataFrame]:
+        """Every answer metric of the seeds per question, retriever and k (long: query_id, retriever, k, metric,
+        value); LLM-only metrics without an endpoint are listed as not computed, never as zero."""
+        s = settings.load()
+        questions = questions_from_frame(evalset)
+        encoder = encoder_for(s)
+        tables, ragas_errors = [], 0
+        for key, table in sorted(answers.items()):
+            retriever, k = str(table["retriever"].iloc[0]), int(table["k"].iloc[0])
+            per_question, _ = score_answers(questions, answers_from_frame(table), encoder)
+            tables.append(per_question.assign(retriever=retriever, k=k))
+            tables.append(attribution_hit(table, gold_labels, chunks))
+            judged = judged_answers.get(key)
+            if judged is not None and len(judged):
+                main = judged[judged["replicate"] == 0]
+                tables.append(main.rename(columns={"judge": "metric", "score": "value"})[
+                    ["query_id", "retriever", "k", "metric", "value"]])
+            # A service under test returns its own chunks, not ours: ragas gets no chunk texts to compare there.
+            if retriever != "http":
+                rows = context_rows(questions, retrieval_results[retriever], chunks, gold_labels, k)
+                ragas = ragas_context_metrics(rows, s.llm, llm.api_key)
+                ragas_errors += int(ragas["error"].notna().sum())
+                tables.append(ragas.assign(retriever=retriever, k=k)[["query_id", "retriever", "k", "metric",
+                                                                      "value"]])
+        per_query = pd.concat(tables, ignore_index=True)[["query_id", "retriever", "k", "metric", "value"]]
+        not_computed = _not_computed(s)
+        versions = upstream_versions(context, "evalset", "chunks")
+        return dg.Output(
+            per_query.astype({"k": "int64", "value": "float64"}),
+            metadata={
+                "not_computed": dg.MetadataValue.json(dict(not_computed)),
+                "ragas_error_rows": ragas_errors,
+                **version_metadata(versions),
+            },
+        )
+
+    @dg.asset(group_name="answers", kinds={"pandas", "parquet"})
+    def answer_metrics(
+        context: dg.AssetExecutionContext,
+        settings: RagEvalSettings,
+        evalset: pd.DataFrame,
+        answer_metrics_per_query: pd.DataFrame,
+    ) -> dg.Output[pd.DataFrame]:
+        """Answer metrics per retriever, k and slice with bootstrap 95% intervals, seed 000's weighted score, and a
+        row per metric that was not computed (value NaN, n 0, the reason in `note`)."""
+        s = settings.load()
+        questions = questions_from_frame(evalset)
+        table = aggregate_metrics(answer_metrics_per_query, questions_for_metrics(questions))
+        table["note"] = None
+        weights = {q.id: q.weight for q in questions}
+        scores = answer_metrics_per_query[answer_metrics_per_query["metric"] == "question_score"]
+        weighted = [
+            (r, k, "all", "weighted_score", weighted_score(g["value"].tolist(), [weights[q] for q in g["query_id"]]),
+             float("nan"), float("nan"), len(g), None)
+            for (r, k), g in scores.groupby(["retriever", "k"])
+        ]
+        grid = table[["retriever", "k"]].drop_duplicates().itertuples(index=False)
+        missing = [(r, k, "all", m, float("nan"), float("nan"), float("nan"), 0, reason)
+                   for r, k in grid for m, reason in _not_computed(s)]
+        table = pd.concat([table, pd.DataFrame(weighted + missing, columns=table.columns)], ignore_index=True)
+        table["chunk_size_chars"] = s.chunking.chunk_size_chars
+        table["overlap_chars"] = s.chunking.overlap_chars
+        overall = table[table["slice"] == "all"].pivot_table(index=["retriever", "k"], columns="metric",
+                                                             values="value").reset_index()
+        versions = upstream_versions(context, "evalset", "chunks")
+        return dg.Output(
+            table,
+            metadata={
+                "not_computed": dg.MetadataValue.json(dict(_not_computed(s))),
+                "summary": dg.MetadataValue.md(
+                    f"chunk_size_chars={s.chunking.chunk_size_chars}, overlap_chars={s.chunking.overlap_chars}\n\n"
+                    + overall.round(4).to_markdown(index=False)
+                ),
+                **version_metadata(versions),
+            },
+        )
+
+    return dg.Definitions(assets=[answers, judged_answers, generated_queries, answer_metrics_per_query,
+                                  answer_metrics])
+
+
+def _not_computed(s: Settings) -> list[tuple[str, str]]:
+    if s.llm is None:
+        return [(m, NO_LLM) for m in JUDGE_METRICS]
+    if not s.judge.enabled:
+        return [(m, "not computed: judge.enabled is false") for m in JUDGE_METRICS]
+    return []
+
+
+def _mean_prompt_tokens(answers: pd.DataFrame) -> float:
+    texts = [a + c for a, c in zip(answers["answer"], answers["contexts"])]
+    return sum(estimate_tokens(t) for t in texts) / max(len(texts), 1) + 200
+
+
+def _estimate(s: Settings, evalset: pd.DataFrame, results: pd.DataFrame, chunks: pd.DataFrame, k: int) -> dict:
+    """Calls, tokens and cost an LLM answerer will spend on this partition (zero for the others)."""
+    if s.answering.answerer != "llm" or s.llm is None or results["retriever"].iloc[0] == "http":
+        return {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
+    contexts = contexts_by_query(results, chunks, k)
+    prompt = [estimate_tokens(q) + sum(estimate_tokens(c.text) for c in contexts.get(i, [])) + 200
+              for i, q in zip(evalset["id"], evalset["question"])]
+    return estimate_cost(len(prompt), sum(prompt) / max(len(prompt), 1), s.llm.max_tokens, s.llm)

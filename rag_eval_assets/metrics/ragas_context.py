@@ -1,0 +1,184 @@
+"""Seed 001's optional RAGAS context_precision / context_recall, through ragas 0.4.3.
+
+Without an LLM the non-LLM variants run (`NonLLMContextPrecisionWithReference`, `NonLLMContextRecall`): each
+retrieved context is compared with each reference context by rapidfuzz's normalised Levenshtein similarity, a pair
+counting as a match at >= 0.5 for precision and > 0.5 for recall (ragas' thresholds). The reference contexts are the
+texts of the question's chunk-level gold chunks. With an LLM the collection variants `ContextPrecisionWithReference`
+and `ContextRecall` run against an OpenAI-compatible endpoint; their `reference` is the question's reference answer,
+or else the reference contexts joined.
+
+Nothing is dropped: every (question, metric) gets a row, and whatever ragas raises or returns as NaN becomes a row
+with value NaN and the reason in `error`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from rag_eval_assets.errors import InputError, InputProblem
+from rag_eval_assets.evalset.schema import Question
+from rag_eval_assets.llm.settings import LLMSettings
+from rag_eval_assets.metrics.retrieval import CHUNK_PRECISE_SOURCES
+
+RAGAS_METRICS = ("context_precision", "context_recall")
+RAGAS_COLUMNS = ("query_id", "metric", "value", "variant", "error")
+_NO_GOLD = "no reference contexts: the question has no chunk-level gold"
+
+
+@dataclass(frozen=True)
+class ContextRow:
+    query_id: str
+    question: str
+    retrieved_contexts: list[str]  # rank order
+    reference_contexts: list[str]
+    reference: str | None = None  # the reference answer, for the LLM variants
+
+
+def context_rows(
+    questions: Sequence[Question], results: pd.DataFrame, chunks: pd.DataFrame, gold: pd.DataFrame, k: int
+) -> list[ContextRow]:
+    """One row per question: the texts of one retriever's top-k chunks (rank order, each chunk once, as the
+    retrieval metrics count them) and of the question's chunk-level gold chunks (gold rows from gold_supports,
+    gold_chunk_ids or source_map; document-level gold lists whole documents and is no reference context)."""
+    if results["retriever"].nunique() > 1:
+        raise ValueError("context_rows takes the results of one retriever")
+    text = dict(zip(chunks["chunk_id"], chunks["text"]))
+    ranked = results.sort_values(["query_id", "rank"], kind="stable").drop_duplicates(["query_id", "chunk_id"])
+    top = ranked.groupby("query_id", sort=False)["chunk_id"].apply(lambda ids: list(ids)[:k]).to_dict()
+    precise = gold[gold["source"].isin(CHUNK_PRECISE_SOURCES)].drop_duplicates(["query_id", "chunk_id"])
+    references = precise.groupby("query_id", sort=False)["chunk_id"].apply(list).to_dict()
+    unknown = sorted({c for ids in (*top.values(), *references.values()) for c in ids} - set(text))
+    if unknown:
+        raise InputError(
+            [InputProblem("chunks", None, "chunk_id", f"{c!r} is not a chunk of the corpus") for c in unknown]
+        )
+    return [
+        ContextRow(
+            query_id=q.id,
+            question=q.question,
+            retrieved_contexts=[text[c] for c in top.get(q.id, [])],
+            reference_contexts=[text[c] for c in references.get(q.id, [])],
+            reference=q.reference_answer,
+        )
+        for q in questions
+    ]
+
+
+def ragas_context_metrics(
+    rows: Sequence[ContextRow], llm: LLMSettings | None = None, api_key: str | None = None
+) -> pd.DataFrame:
+    """Long table (query_id, metric, value, variant, error): context_precision and context_recall per row;
+    `variant` is "non_llm" or "llm". `api_key` is the endpoint's key (a local server needs none).
+
+    Runs its own event loop, so it must not be called from inside a running one."""
+    _ragas_offline()
+    scored = asyncio.run(_score_all(rows, llm, api_key))
+    variant = "non_llm" if llm is None else "llm"
+    records = [
+        (row.query_id, metric, value, variant, error)
+        for row, pair in zip(rows, scored)
+        for metric, (value, error) in zip(RAGAS_METRICS, pair)
+    ]
+    return pd.DataFrame(records, columns=list(RAGAS_COLUMNS)).astype({"value": float})
+
+
+def _ragas_offline() -> None:
+    # ragas posts usage events to its vendor unless this is "true", and caches the answer on first use: set it
+    # before any ragas call. Nothing else in the paths used here reaches the network (tiktoken is imported but no
+    # encoding is loaded).
+    os.environ["RAGAS_DO_NOT_TRACK"] = "true"
+
+
+async def _score_all(
+    rows: Sequence[ContextRow], llm: LLMSettings | None, api_key: str | None
+) -> list[list[tuple[float, str | None]]]:
+    if llm is None:
+        from ragas.metrics._context_precision import NonLLMContextPrecisionWithReference
+        from ragas.metrics._context_recall import NonLLMContextRecall
+
+        metrics = (NonLLMContextPrecisionWithReference(), NonLLMContextRecall())
+        return [
+            [await _guarded(lambda m=m, r=row: _non_llm(m, r), _missing(row, row.reference_contexts)) for m in metrics]
+            for row in rows
+        ]
+
+    from ragas.metrics.collections import ContextPrecisionWithReference, ContextRecall
+
+    client, ragas_llm = _ragas_llm(llm, api_key)
+    metrics = (ContextPrecisionWithReference(llm=ragas_llm), ContextRecall(llm=ragas_llm))
+    limit = asyncio.Semaphore(llm.max_concurrency)
+
+    async def score_row(row: ContextRow) -> list[tuple[float, str | None]]:
+        reference = row.reference or "\n\n".join(row.reference_contexts)
+        inputs = {"user_input": row.question, "retrieved_contexts": row.retrieved_contexts, "reference": reference}
+        missing = _missing(row, reference, _NO_GOLD + " and no reference answer")
+        out = []
+        for metric in metrics:
+            async with limit:
+                out.append(await _guarded(lambda m=metric: m.ascore(**inputs), missing))
+        return out
+
+    try:
+        return list(await asyncio.gather(*(score_row(row) for row in rows)))
+    finally:
+        await client.close()
+
+
+
+def _missing(row: ContextRow, reference: object, no_reference: str = _NO_GOLD) -> str | None:
+    """Why the metric is undefined for this row before ragas is asked, or None."""
+    if not row.retrieved_contexts:
+        return "no retrieved contexts"
+    return None if reference else no_reference
+
+
+def _non_llm(metric: Any, row: ContextRow) -> Awaitable[float]:
+    from ragas.dataset_schema import SingleTurnSample
+
+    sample = SingleTurnSample(retrieved_contexts=row.retrieved_contexts, reference_contexts=row.reference_contexts)
+    return metric.single_turn_ascore(sample)
+
+
+async def _guarded(call: Callable[[], Awaitable[Any]], missing: str | None) -> tuple[float, str | None]:
+    """(value, None) or (NaN, why): the missing input, or whatever ragas raised, or that it returned NaN."""
+    if missing is not None:
+        return math.nan, missing
+    try:
+        result = await call()
+    except Exception as exc:  # noqa: BLE001 - every ragas failure becomes an error row, none stops the run
+        return math.nan, f"{type(exc).__name__}: {exc}"
+    # Collection metrics return a MetricResult, the older single-turn metrics a bare float.
+    value = float(getattr(result, "value", result))
+    return (math.nan, "ragas returned NaN") if math.isnan(value) else (value, None)
+
+
+def _ragas_llm(settings: LLMSettings, api_key: str | None) -> tuple[Any, Any]:
+    """(client, ragas' instructor LLM) over an AsyncOpenAI client pointed at the configured endpoint. Instructor's
+    JSON mode (ragas' choice for OpenAI clients) sends `response_format: json_object` with the output schema in a
+    system message, which llama.cpp, vLLM and Ollama servers accept."""
+    import httpx
+    from openai import AsyncOpenAI
+    from ragas.llms import llm_factory
+
+    client = AsyncOpenAI(
+        base_url=settings.base_url,
+        # The OpenAI client refuses to start without a key; local servers ignore whatever is sent.
+        api_key=api_key or "unused",
+        timeout=httpx.Timeout(settings.read_timeout, connect=settings.connect_timeout),
+        max_retries=settings.retry.max_attempts - 1,
+    )
+    llm = llm_factory(
+        settings.model,
+        client=client,
+        temperature=settings.temperature,
+        max_tokens=settings.max_tokens,
+        seed=settings.seed,
+    )
+    return client, llm

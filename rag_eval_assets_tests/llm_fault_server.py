@@ -1,0 +1,159 @@
+"""A scripted OpenAI-compatible `/v1/chat/completions` server on loopback, for the LLM client's fault tests.
+
+Each request takes the next step of `script`; once the script is used up, `responder(body)` answers.
+Steps: `Reply` (a completion with that content and usage), `Status` (that HTTP status, 429 with
+Retry-After when given), "hang" (wait past any sane read timeout, then close without answering),
+"truncated" (half of a real completion body), "drop" (close the connection without a response).
+`delay_s` slows every reply, so a batch can be interrupted part-way.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+CHAT_PATH = "/v1/chat/completions"
+
+
+@dataclass(frozen=True)
+class Reply:
+    content: str
+    prompt_tokens: int = 11
+    completion_tokens: int = 7
+    finish_reason: str = "stop"
+    usage: bool = True  # False: leave the `usage` object out
+
+
+@dataclass(frozen=True)
+class Status:
+    code: int
+    retry_after: str | None = None
+
+
+Step = Reply | Status | Literal["hang", "truncated", "drop"]
+
+
+@dataclass(frozen=True)
+class ReceivedRequest:
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class FaultServer:
+    base_url: str  # ends in /v1, as LLMSettings.base_url expects
+    requests: list[ReceivedRequest] = field(default_factory=list)
+    max_in_flight: int = 0
+
+    @property
+    def bodies(self) -> list[Any]:
+        return [r.body for r in self.requests]
+
+
+def echo(body: Any) -> Reply:
+    """Answers "echo: <last message>", so distinct requests get distinct replies."""
+    return Reply("echo: " + body["messages"][-1]["content"])
+
+
+def completion(reply: Reply, model: str) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": reply.content},
+             "finish_reason": reply.finish_reason}
+        ],
+    }
+    if reply.usage:
+        payload["usage"] = {
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+        }
+    return payload
+
+
+@contextmanager
+def llm_fault_server(
+    script: Sequence[Step] = (),
+    *,
+    responder: Callable[[Any], Reply] = echo,
+    delay_s: float = 0.0,
+    hang_s: float = 5.0,
+) -> Iterator[FaultServer]:
+    """Serve on 127.0.0.1 on a free port in a background thread for the duration of the `with` block."""
+    pending = list(script)
+    lock = threading.Lock()
+    stopping = threading.Event()
+    state = FaultServer(base_url="")
+    in_flight = 0
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+            pass
+
+        def do_POST(self) -> None:
+            nonlocal in_flight
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = json.loads(raw) if raw else None
+            with lock:
+                state.requests.append(ReceivedRequest(self.path, dict(self.headers), body))
+                step = pending.pop(0) if pending else None
+                in_flight += 1
+                state.max_in_flight = max(state.max_in_flight, in_flight)
+            try:
+                self._answer(body, step)
+            finally:
+                with lock:
+                    in_flight -= 1
+
+        def _answer(self, body: Any, step: Step | None) -> None:
+            if self.path != CHAT_PATH:
+                self._send(404, json.dumps({"error": f"no route {self.path}"}).encode())
+                return
+            if step in ("hang", "drop"):
+                if step == "hang":
+                    stopping.wait(hang_s)
+                self.close_connection = True
+                return
+            if isinstance(step, Status):
+                extra = {"Retry-After": step.retry_after} if step.retry_after is not None else {}
+                self._send(step.code, json.dumps({"error": {"message": f"scripted {step.code}"}}).encode(), extra)
+                return
+            reply = step if isinstance(step, Reply) else responder(body)
+            if delay_s:
+                stopping.wait(delay_s)
+            encoded = json.dumps(completion(reply, body.get("model", ""))).encode("utf-8")
+            if step == "truncated":
+                encoded = encoded[: len(encoded) // 2]
+            self._send(200, encoded)
+
+        def _send(self, status: int, body: bytes, extra_headers: dict[str, str] | None = None) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in (extra_headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        stopping.set()
+        server.shutdown()
+        server.server_close()
+        thread.join()
