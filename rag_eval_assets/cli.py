@@ -21,12 +21,15 @@ def _execute(config_file: Path, instance_dir: Path | None = None) -> tuple[bool,
     from rag_eval_assets.defs.jobs import run_pipeline
     from rag_eval_assets.definitions import build_defs
 
+    from rag_eval_assets.settings import load_settings
+
     defs = build_defs(config_file)
+    settings = load_settings(config_file)
     errors: list[str] = []
     ok = True
     instance = dg.DagsterInstance.get() if instance_dir is None else dg.DagsterInstance.ephemeral(str(instance_dir))
     with instance:
-        for step in run_pipeline(defs, instance):
+        for step in run_pipeline(defs, settings, instance):
             label = step.job + (f" [{step.partition}]" if step.partition else "")
             print(f"{label}: {'succeeded' if step.result.success else 'FAILED'} (run {step.result.run_id})")
             for event in step.result.get_asset_materialization_events():

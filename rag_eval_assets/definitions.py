@@ -7,6 +7,7 @@ from pathlib import Path
 import dagster as dg
 
 from rag_eval_assets.defs.answers.assets import answer_defs
+from rag_eval_assets.defs.automation import automation_defs
 from rag_eval_assets.defs.inputs.definitions import inputs_defs
 from rag_eval_assets.defs.jobs import JOBS
 from rag_eval_assets.defs.report.assets import report_defs
@@ -26,7 +27,10 @@ def build_defs(config_path: str | Path | None = None) -> dg.Definitions:
             "llm": _llm_resource(settings),
         },
     )
-    return dg.Definitions.merge(shared, inputs_defs(), retrieval_defs(settings), answer_defs(settings), report_defs())
+    return dg.Definitions.merge(
+        shared, inputs_defs(), retrieval_defs(settings), answer_defs(settings), report_defs(),
+        automation_defs(settings),
+    )
 
 
 def _llm_resource(settings: Settings) -> LLMResource:

@@ -118,3 +118,34 @@ def test_object_store_style_url_is_accepted(tmp_path):
     result = dg.materialize([per_retriever], partition_key="dense", resources=_resources(url))
     assert result.success
     assert (tmp_path / "per_retriever" / "retriever=dense.parquet").is_file()
+
+
+def test_dict_inputs_are_lazy_one_table_at_a_time(tmp_path):
+    from rag_eval_assets.defs.storage.parquet_io_manager import LazyPartitions
+
+    paths = {}
+    for name in ("bm25", "dense"):
+        paths[name] = UPath(tmp_path / f"{name}.parquet")
+        pd.DataFrame({"retriever": [name]}).to_parquet(paths[name])
+    lazy = LazyPartitions(paths)
+    assert isinstance(lazy, dict) and sorted(lazy) == ["bm25", "dense"]
+    assert all(isinstance(dict.__getitem__(lazy, k), UPath) for k in lazy)  # holds paths, not tables
+    pd.DataFrame({"retriever": ["dense-v2"]}).to_parquet(paths["dense"])
+    assert lazy["dense"]["retriever"].tolist() == ["dense-v2"]  # read when asked for
+    assert [t["retriever"].item() for t in lazy.values()] == ["bm25", "dense-v2"]
+
+
+def test_dict_input_with_one_partition_is_still_a_dict(tmp_path):
+    @dg.asset(ins={"per_retriever": dg.AssetIn(partition_mapping=dg.AllPartitionMapping())})
+    def combined(per_retriever: dict[str, pd.DataFrame]) -> pd.DataFrame:
+        return pd.DataFrame({"keys": sorted(per_retriever)})
+
+    one = dg.StaticPartitionsDefinition(["bm25"])
+
+    @dg.asset(name="per_retriever", partitions_def=one, metadata={PARTITION_DIMENSIONS_KEY: ["retriever"]})
+    def single(context: dg.AssetExecutionContext) -> pd.DataFrame:
+        return pd.DataFrame({"retriever": [context.partition_key]})
+
+    dg.materialize([single], partition_key="bm25", resources=_resources(tmp_path))
+    result = dg.materialize([single.to_source_assets()[0], combined], resources=_resources(tmp_path))
+    assert result.output_for_node("combined")["keys"].tolist() == ["bm25"]

@@ -9,6 +9,7 @@ from rag_eval_assets.corpus.chunking import ChunkerParams, chunk_documents
 from rag_eval_assets.corpus.load import load_corpus
 from rag_eval_assets.defs.jobs import run_pipeline
 from rag_eval_assets.definitions import build_defs
+from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.sut_server import CorpusChunk, sut_server
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,7 +32,7 @@ def test_http_partition_is_fetched_and_scored(tmp_path):
         )
         (tmp_path / "home").mkdir()
         with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
-            steps = list(run_pipeline(build_defs(config), instance))
+            steps = list(run_pipeline(build_defs(config), load_settings(config), instance))
         assert all(s.result.success for s in steps), [s.job for s in steps if not s.result.success]
         n_questions = sum(1 for line in (SAMPLE / "evalsets" / "eval_set.jsonl").read_text().splitlines() if line)
         asks = [r for r in server.requests if r.path == "/api/v1/ask"]

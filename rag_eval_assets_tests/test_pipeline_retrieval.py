@@ -9,6 +9,7 @@ import pytest
 
 from rag_eval_assets.defs.jobs import GRID_JOB, run_pipeline
 from rag_eval_assets.definitions import build_defs
+from rag_eval_assets.settings import load_settings
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
@@ -28,7 +29,7 @@ def pipeline(tmp_path_factory):
     defs = build_defs(config)
     (tmp / "home").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp / "home")) as instance:
-        steps = list(run_pipeline(defs, instance))
+        steps = list(run_pipeline(defs, load_settings(config), instance))
         yield tmp / "store" / "assets", steps, defs, instance
 
 
@@ -97,7 +98,7 @@ def test_folder_filter_reports_scope_miss_rate(tmp_path):
     )
     (tmp_path / "home").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
-        assert all(s.result.success for s in run_pipeline(build_defs(config), instance))
+        assert all(s.result.success for s in run_pipeline(build_defs(config), load_settings(config), instance))
     results = pd.read_parquet(tmp_path / "store" / "assets" / "retrieval_results" / "retriever=bm25.parquet")
     evalset = pd.read_parquet(tmp_path / "store" / "assets" / "evalset.parquet")
     folders = dict(zip(evalset["id"], evalset["folders"].map(json.loads)))

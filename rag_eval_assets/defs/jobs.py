@@ -9,6 +9,9 @@ from dataclasses import dataclass
 
 import dagster as dg
 
+from rag_eval_assets.defs.partitions import answer_grid_partitions, retriever_partitions
+from rag_eval_assets.settings import Settings
+
 INPUTS_JOB = "inputs_job"
 GRID_JOB = "retrieval_grid_job"
 ANSWER_GRID_JOB = "answer_grid_job"
@@ -41,17 +44,23 @@ class StepOutcome:
     result: dg.ExecuteInProcessResult
 
 
-def run_pipeline(defs: dg.Definitions, instance: dg.DagsterInstance) -> Iterator[StepOutcome]:
-    """Run inputs, then every partition of the retrieval grid and of the answer grid, then the metrics; stop at the
-    first failed run."""
-    plan = [(INPUTS_JOB, None)]
-    for grid in (GRID_JOB, ANSWER_GRID_JOB):
-        plan += [(grid, key) for key in defs.resolve_job_def(grid).partitions_def.get_partition_keys()]
-    plan.append((METRICS_JOB, None))
-    for job_name, partition in plan:
-        result = defs.resolve_job_def(job_name).execute_in_process(
-            instance=instance, partition_key=partition, raise_on_error=False, run_config=QUIET_CONSOLE
-        )
-        yield StepOutcome(job_name, partition, result)
-        if not result.success:
-            return
+def pipeline_stages(settings: Settings) -> list[tuple[str, list[str | None]]]:
+    """(job, partition keys) in the order the pipeline runs: inputs, retrieval grid, answer grid, metrics + report."""
+    return [
+        (INPUTS_JOB, [None]),
+        (GRID_JOB, retriever_partitions(settings).get_partition_keys()),
+        (ANSWER_GRID_JOB, answer_grid_partitions(settings).get_partition_keys()),
+        (METRICS_JOB, [None]),
+    ]
+
+
+def run_pipeline(defs: dg.Definitions, settings: Settings, instance: dg.DagsterInstance) -> Iterator[StepOutcome]:
+    """Every stage in order, in this process; stop at the first failed run."""
+    for job_name, partitions in pipeline_stages(settings):
+        for partition in partitions:
+            result = defs.resolve_job_def(job_name).execute_in_process(
+                instance=instance, partition_key=partition, raise_on_error=False, run_config=QUIET_CONSOLE
+            )
+            yield StepOutcome(job_name, partition, result)
+            if not result.success:
+                return

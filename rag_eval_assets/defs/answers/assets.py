@@ -6,6 +6,7 @@ import dagster as dg
 import pandas as pd
 
 from rag_eval_assets.defs.answers.build import NO_LLM, answerer_for, llm_client
+from rag_eval_assets.defs.partitions import answer_grid_partitions
 from rag_eval_assets.defs.metadata import preview, upstream_versions, version_metadata
 from rag_eval_assets.defs.resources import LLMResource, RagEvalSettings
 from rag_eval_assets.defs.retrieval.build import encoder_for
@@ -34,12 +35,7 @@ def _grid_key(context: dg.AssetExecutionContext) -> tuple[str, int]:
 
 
 def answer_defs(settings: Settings) -> dg.Definitions:
-    grid = dg.MultiPartitionsDefinition(
-        {
-            "retriever": dg.StaticPartitionsDefinition(list(settings.retrievers)),
-            "k": dg.StaticPartitionsDefinition([str(k) for k in settings.answering.k_values]),
-        }
-    )
+    grid = answer_grid_partitions(settings)
     grid_metadata = {PARTITION_DIMENSIONS_KEY: ["retriever", "k"]}
     by_retriever = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="retriever")
 
@@ -178,7 +174,8 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         questions = questions_from_frame(evalset)
         encoder = encoder_for(s)
         tables, ragas_errors = [], 0
-        for key, table in sorted(answers.items()):
+        for key in sorted(answers):  # one partition in memory at a time
+            table = answers[key]
             retriever, k = str(table["retriever"].iloc[0]), int(table["k"].iloc[0])
             per_question, _ = score_answers(questions, answers_from_frame(table), encoder)
             tables.append(per_question.assign(retriever=retriever, k=k))

@@ -7,6 +7,7 @@ import dagster as dg
 import pandas as pd
 
 from rag_eval_assets.corpus.gold import resolve_gold
+from rag_eval_assets.defs.partitions import retriever_partitions
 from rag_eval_assets.defs.metadata import preview, upstream_versions, version_metadata
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.defs.retrieval.build import (
@@ -125,7 +126,7 @@ def _question_folders(evalset: pd.DataFrame) -> list[list[str]]:
 
 
 def retrieval_defs(settings: Settings) -> dg.Definitions:
-    retrievers = dg.StaticPartitionsDefinition(list(settings.retrievers))
+    retrievers = retriever_partitions(settings)
 
     @dg.asset(
         group_name="retrieval",
@@ -179,7 +180,8 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
         question_list = questions_from_frame(evalset)
         questions = questions_for_metrics(question_list)
         tables = []
-        for name, results in sorted(retrieval_results.items()):
+        for name in sorted(retrieval_results):  # one partition in memory at a time
+            results = retrieval_results[name]
             # A service under test returns its own chunks: its gold is resolved against what it returned.
             gold = resolve_gold(question_list, sut_chunks_frame(results), strict=False) if name == "http" else gold_labels
             scope = None

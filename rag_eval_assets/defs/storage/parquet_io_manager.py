@@ -30,6 +30,32 @@ def _dimension_order(context: dg.InputContext | dg.OutputContext, names: list[st
     return [n for n in declared if n in names] + sorted(n for n in names if n not in declared)
 
 
+class LazyPartitions(dict):
+    """Partition key -> table, read from its file each time it is asked for and never kept, so a consumer that goes
+    through the partitions one at a time holds one table in memory, not the whole grid. A dict subclass because
+    Dagster type-checks `dict[str, DataFrame]` inputs with isinstance(dict)."""
+
+    def __init__(self, paths: dict[str, UPath]):
+        super().__init__(paths)
+
+    def __getitem__(self, key: str) -> pd.DataFrame:
+        return _read(super().__getitem__(key))
+
+    def get(self, key: str, default=None):
+        return self[key] if key in self else default
+
+    def values(self):
+        return (self[key] for key in self.keys())
+
+    def items(self):
+        return ((key, self[key]) for key in self.keys())
+
+
+def _read(path: UPath) -> pd.DataFrame:
+    with path.open("rb") as f:
+        return pq.read_table(f).to_pandas()
+
+
 class ParquetIOManager(dg.UPathIOManager):
     extension = ".parquet"
 
@@ -48,13 +74,17 @@ class ParquetIOManager(dg.UPathIOManager):
         return path.joinpath(*parts)
 
     def load_partitions(self, context: dg.InputContext):
-        # Dagster hands back a bare table when one partition is mapped in; an input annotated as a dict of
-        # partitions must get a dict whatever the number of partitions (one retriever is a valid grid).
-        loaded = super().load_partitions(context)
-        wants_dict = typing.get_origin(context.dagster_type.typing_type) is dict
-        if wants_dict and not isinstance(loaded, dict):
-            return {context.asset_partition_keys[0]: loaded}
-        return loaded
+        # An input annotated as a dict of partitions gets a LazyPartitions whatever the number of partitions (one
+        # retriever is a valid grid; Dagster would hand back a bare table); a single-partition input gets its table.
+        if typing.get_origin(context.dagster_type.typing_type) is not dict:
+            return super().load_partitions(context)
+        paths = self._get_paths_for_partitions(context)
+        missing = [str(path) for path in paths.values() if not path.exists()]
+        if missing:
+            raise FileNotFoundError(
+                f"{context.asset_key.to_user_string()}: no stored table at {', '.join(missing)}; materialize it first"
+            )
+        return LazyPartitions({str(key): path for key, path in paths.items()})
 
     def dump_to_path(self, context: dg.OutputContext, obj: pd.DataFrame, path: UPath) -> None:
         if not isinstance(obj, pd.DataFrame):
@@ -71,8 +101,7 @@ class ParquetIOManager(dg.UPathIOManager):
             raise FileNotFoundError(
                 f"{context.asset_key.to_user_string()}: no stored table at {path}; materialize it first"
             )
-        with path.open("rb") as f:
-            return pq.read_table(f).to_pandas()
+        return _read(path)
 
     def get_metadata(self, context: dg.OutputContext, obj: pd.DataFrame) -> dict[str, dg.MetadataValue]:
         columns = [

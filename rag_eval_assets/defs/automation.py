@@ -1,0 +1,84 @@
+"""The nightly benchmark: a schedule starts the inputs, a sensor walks the night through the retrieval grid, the
+answer grid and the report (metrics, run directory, comparison with the previous night).
+
+Written by hand: Dagster's partitioned-schedule helper refuses a static x static grid. Every request carries one run
+key per night, stage and partition, and the sensor never asks again for a run the night already has, so a restarted
+daemon never runs a night twice.
+"""
+
+import dagster as dg
+
+from rag_eval_assets.defs.jobs import (
+    INPUTS_JOB,
+    answer_grid_job,
+    inputs_job,
+    metrics_job,
+    pipeline_stages,
+    retrieval_grid_job,
+)
+from rag_eval_assets.settings import Settings
+
+NIGHT_TAG = "rag_eval/night"
+NIGHTLY_CRON = "0 2 * * *"
+_DONE = dg.DagsterRunStatus.SUCCESS
+_FAILED = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
+
+
+@dg.schedule(job=inputs_job, cron_schedule=NIGHTLY_CRON, execution_timezone="UTC",
+             default_status=dg.DefaultScheduleStatus.STOPPED)
+def nightly_benchmark(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+    """02:00 UTC: freeze the evalset, chunk and index; the sensor below takes the night from there."""
+    night = context.scheduled_execution_time.strftime("%Y-%m-%d")
+    return dg.RunRequest(run_key=f"nightly-{night}-{INPUTS_JOB}", tags={NIGHT_TAG: night})
+
+
+def _latest_night(instance: dg.DagsterInstance) -> str | None:
+    for run in instance.get_runs(filters=dg.RunsFilter(job_name=INPUTS_JOB), limit=50):
+        if NIGHT_TAG in run.tags:
+            return run.tags[NIGHT_TAG]
+    return None
+
+
+def nightly_requests(instance: dg.DagsterInstance, stages: list[tuple[str, list[str | None]]]):
+    """The run requests the latest night needs next: every partition of the first unfinished stage that has no run
+    yet, once the stages before it all succeeded. `stages` = (job name, partition keys) in order, inputs first."""
+    night = _latest_night(instance)
+    if night is None:
+        return dg.SkipReason("no nightly run yet")
+    status: dict[tuple[str, str | None], dg.DagsterRunStatus] = {}
+    for run in instance.get_runs(filters=dg.RunsFilter(tags={NIGHT_TAG: night})):
+        key = (run.job_name, run.tags.get("dagster/partition"))
+        if key not in status:  # newest first: a re-executed partition counts by its latest run
+            status[key] = run.status
+    for job_name, partitions in stages:
+        states = [status.get((job_name, p)) for p in partitions]
+        if all(state == _DONE for state in states):
+            continue
+        failed = [p for p, state in zip(partitions, states) if state in _FAILED]
+        if failed:
+            return dg.SkipReason(f"night {night}: {job_name} failed for {failed}; re-execute them to continue")
+        missing = [p for p, state in zip(partitions, states) if state is None]
+        if not missing:
+            return dg.SkipReason(f"night {night}: waiting for {job_name}")
+        return [
+            dg.RunRequest(
+                run_key=f"nightly-{night}-{job_name}" + (f"-{p}" if p else ""),
+                job_name=job_name,
+                partition_key=p,
+                tags={NIGHT_TAG: night},
+            )
+            for p in missing
+        ]
+    return dg.SkipReason(f"night {night} is complete")
+
+
+def automation_defs(settings: Settings) -> dg.Definitions:
+    stages = pipeline_stages(settings)
+
+    @dg.sensor(jobs=[retrieval_grid_job, answer_grid_job, metrics_job],
+               minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.STOPPED)
+    def nightly_progress(context: dg.SensorEvaluationContext):
+        """Starts the next stage of the latest night once the previous one has succeeded; the report comes last."""
+        return nightly_requests(context.instance, stages)
+
+    return dg.Definitions(schedules=[nightly_benchmark], sensors=[nightly_progress])

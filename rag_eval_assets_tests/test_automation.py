@@ -1,0 +1,75 @@
+"""The nightly benchmark: one run key per night, and the sensor walking a night through the grid to the report."""
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import dagster as dg
+
+from rag_eval_assets.defs.automation import NIGHT_TAG, nightly_benchmark
+from rag_eval_assets.defs.jobs import QUIET_CONSOLE
+from rag_eval_assets.definitions import build_defs
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "data" / "sample"
+
+
+def test_schedule_asks_for_one_inputs_run_per_night():
+    when = datetime(2026, 11, 22, 2, 0, tzinfo=timezone.utc)
+    first = nightly_benchmark(dg.build_schedule_context(scheduled_execution_time=when))
+    again = nightly_benchmark(dg.build_schedule_context(scheduled_execution_time=when))
+    assert first.run_key == again.run_key == "nightly-2026-11-22-inputs_job"
+    assert first.tags[NIGHT_TAG] == "2026-11-22"
+    assert nightly_benchmark.cron_schedule == "0 2 * * *"
+
+
+def _requests(defs: dg.Definitions, instance: dg.DagsterInstance) -> list[dg.RunRequest]:
+    sensor = defs.resolve_sensor_def("nightly_progress")
+    result = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, definitions=defs))
+    return list(result.run_requests or [])
+
+
+def test_sensor_walks_one_night_from_inputs_to_report(tmp_path):
+    config = tmp_path / "rag_eval.yaml"
+    config.write_text(
+        f"storage_dir: {tmp_path / 'store'}\n"
+        f"corpus: {{id: sample, path: {SAMPLE / 'corpus'}}}\n"
+        f"evalset: {{name: sample, path: {SAMPLE / 'evalsets' / 'eval_set.jsonl'}}}\n"
+        "retrievers: [bm25, dense]\nk_values: [3, 5]\nanswering: {k_values: [3, 5]}\n",
+        encoding="utf-8",
+    )
+    defs = build_defs(config)
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+        assert _requests(defs, instance) == []  # no night started yet
+
+        def run(request: dg.RunRequest, job_name: str) -> None:
+            result = defs.resolve_job_def(job_name).execute_in_process(
+                instance=instance, partition_key=request.partition_key, tags=request.tags, run_config=QUIET_CONSOLE
+            )
+            assert result.success
+
+        inputs = nightly_benchmark(dg.build_schedule_context(
+            scheduled_execution_time=datetime(2026, 11, 22, 2, 0, tzinfo=timezone.utc)))
+        run(inputs, "inputs_job")
+
+        grid = _requests(defs, instance)
+        assert [(r.job_name, r.partition_key) for r in grid] == [("retrieval_grid_job", "bm25"),
+                                                                 ("retrieval_grid_job", "dense")]
+        assert grid[0].run_key == "nightly-2026-11-22-retrieval_grid_job-bm25"
+        run(grid[0], "retrieval_grid_job")
+        # One partition done, one never started: only the missing one is asked for again.
+        assert [r.partition_key for r in _requests(defs, instance)] == ["dense"]
+        run(grid[1], "retrieval_grid_job")
+
+        answers = _requests(defs, instance)
+        assert [(r.job_name, r.partition_key) for r in answers] == [
+            ("answer_grid_job", key) for key in ("3|bm25", "3|dense", "5|bm25", "5|dense")
+        ]
+        for request in answers:
+            run(request, "answer_grid_job")
+
+        (report,) = _requests(defs, instance)
+        assert (report.job_name, report.run_key) == ("metrics_job", "nightly-2026-11-22-metrics_job")
+        run(report, "metrics_job")
+        assert _requests(defs, instance) == []  # the night is complete
+        assert len(list((tmp_path / "store" / "runs").iterdir())) == 1  # and left one run directory
