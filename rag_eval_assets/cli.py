@@ -180,6 +180,42 @@ def _compare(args: argparse.Namespace) -> int:
     return comparison.exit_code
 
 
+def _backfill(args: argparse.Namespace) -> int:
+    """A real Dagster backfill (listed in the UI under Overview > Backfills), run by the daemon: start `make ui`
+    (dagster dev) or `dagster-daemon run` to have its runs launched."""
+    import os
+    import subprocess
+
+    from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, GRID_JOB
+    from rag_eval_assets.defs.partitions import answer_grid_partitions
+    from rag_eval_assets.settings import load_settings
+
+    settings = load_settings(args.config)
+    if args.grid == "retrieval":
+        if args.k is not None:
+            print("error: the retrieval grid has no k dimension; use --grid answers with --k", file=sys.stderr)
+            return 2
+        job, keys = GRID_JOB, [r for r in settings.retrievers if args.retriever in (None, r)]
+    else:
+        job = ANSWER_GRID_JOB
+        keys = [
+            str(key)
+            for key in answer_grid_partitions(settings).get_partition_keys()
+            if args.retriever in (None, key.keys_by_dimension["retriever"])
+            and args.k in (None, int(key.keys_by_dimension["k"]))
+        ]
+    if not keys:
+        print(f"error: no partition of {job} matches --retriever {args.retriever} --k {args.k} "
+              f"(retrievers: {list(settings.retrievers)}, answer k values: {list(settings.answering.k_values)})",
+              file=sys.stderr)
+        return 2
+    env = {**os.environ, "RAG_EVAL_CONFIG": str(settings.config_file)}
+    command = [str(Path(sys.executable).parent / "dagster"), "job", "backfill", "-m", "rag_eval_assets.definitions",
+               "-j", job, "--partitions", ",".join(keys), "--noprompt"]
+    print(f"backfilling {job} partitions {keys}")
+    return subprocess.run(command, env=env, check=False).returncode
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rag-eval", description=__doc__)
     parser.add_argument("--config", help="configuration file (default: $RAG_EVAL_CONFIG or ./rag_eval.yaml)")
@@ -221,6 +257,12 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--retriever", action="append", help="limit the gate to this retriever (repeatable)")
     cmp.add_argument("--k", action="append", type=int, help="limit the gate to this k (repeatable)")
     cmp.set_defaults(func=_compare)
+    bf = sub.add_parser("backfill", help="backfill the partitions of one retriever or one k (run by the daemon)")
+    bf.add_argument("--retriever", help="every partition of this retriever")
+    bf.add_argument("--k", type=int, help="every partition of this k (answer grid)")
+    bf.add_argument("--grid", choices=("answers", "retrieval"), default="answers",
+                    help="answers: answers and judged answers (retriever x k); retrieval: retrieval results")
+    bf.set_defaults(func=_backfill)
     return parser
 
 
