@@ -33,7 +33,7 @@ $(LLM_STAMP): $(STAMP)
 
 $(DAGSTER_HOME):
 	mkdir -p $(DAGSTER_HOME)
-	touch $(DAGSTER_HOME)/dagster.yaml
+	cp -n deploy/dagster.yaml $(DAGSTER_HOME)/dagster.yaml
 
 run: $(STAMP) $(DAGSTER_HOME)
 	$(VENV)/bin/rag-eval run

@@ -59,8 +59,13 @@ def _run(args: argparse.Namespace) -> int:
     for error in errors:
         print(error, file=sys.stderr)
     if ok:
+        from rag_eval_assets.reports.html import REPORT_FILE
+        from rag_eval_assets.runs.store import latest_run
+
+        run_dir = latest_run(settings.runs_dir)
         print(f"tables written under {settings.assets_dir}")
-        print(f"retrieval metrics: {settings.assets_dir}/retrieval_metrics.parquet")
+        print(f"run directory: {run_dir}")
+        print(f"report: {run_dir / REPORT_FILE}")
     return 0 if ok else 1
 
 

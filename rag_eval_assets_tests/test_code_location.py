@@ -1,19 +1,13 @@
 """The code location loads in the real tools: the `dg` CLI and the Dagster webserver (`make ui`)."""
 
 import json
-import os
-import signal
-import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
+from rag_eval_assets_tests.dagster_server import BIN, REPO, dagster_env, graphql, running_server, wait_for_asset_keys
+
 EXPECTED_ASSETS = {
     "evalset",
     "dev_subset",
@@ -36,9 +30,7 @@ EXPECTED_ASSETS = {
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    home = tmp_path / "dagster_home"
-    home.mkdir(exist_ok=True)
-    return {**os.environ, "DAGSTER_HOME": str(home), "RAG_EVAL_CONFIG": str(REPO / "rag_eval.yaml")}
+    return dagster_env(tmp_path / "dagster_home", REPO / "rag_eval.yaml")
 
 
 def test_dg_cli_lists_the_assets(tmp_path):
@@ -58,46 +50,16 @@ def test_dg_cli_lists_the_assets(tmp_path):
     assert {j["name"] for j in listed["jobs"]} >= {"inputs_job", "retrieval_grid_job", "answer_grid_job", "metrics_job"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def webserver(tmp_path):
-    port = _free_port()
-    proc = subprocess.Popen(
-        [str(BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-        cwd=REPO, env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True,  # its own process group, so teardown stops the server and its code server
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{url}/server_info", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, "dagster-webserver exited"
-            time.sleep(1)
+    with running_server([str(BIN / "dagster-webserver"), "-w", "workspace.yaml"], _env(tmp_path),
+                        tmp_path / "webserver.log") as url:
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=60)
 
 
 def test_webserver_serves_the_asset_graph(webserver):
-    query = "{ assetNodes { assetKey { path } dependencyKeys { path } groupName } }"
-    deadline = time.monotonic() + 120
-    while True:  # the code location may still be loading when the server first answers
-        reply = httpx.post(f"{webserver}/graphql", json={"query": query}, timeout=30).json()
-        nodes = (reply.get("data") or {}).get("assetNodes") or []
-        if nodes or time.monotonic() > deadline:
-            break
-        time.sleep(2)
+    wait_for_asset_keys(webserver)  # the code location may still be loading when the server first answers
+    nodes = graphql(webserver, "{ assetNodes { assetKey { path } dependencyKeys { path } groupName } }")["assetNodes"]
     by_key = {n["assetKey"]["path"][0]: n for n in nodes}
     assert set(by_key) == EXPECTED_ASSETS
     deps = {key: {d["path"][0] for d in node["dependencyKeys"]} for key, node in by_key.items()}
@@ -107,3 +69,11 @@ def test_webserver_serves_the_asset_graph(webserver):
     assert deps["answers"] == {"evalset", "chunks", "retrieval_results"}
     assert deps["judged_answers"] == {"evalset", "answers"}
     assert by_key["evalset"]["groupName"] == "inputs"
+
+
+def test_llm_steps_share_one_concurrency_pool():
+    from rag_eval_assets.definitions import build_defs
+
+    defs = build_defs(REPO / "rag_eval.yaml")
+    pools = {key: defs.get_assets_def(key).op.pool for key in ("answers", "judged_answers", "retrieval_results")}
+    assert pools == {"answers": "llm", "judged_answers": "llm", "retrieval_results": None}

@@ -17,11 +17,21 @@ GRID_JOB = "retrieval_grid_job"
 ANSWER_GRID_JOB = "answer_grid_job"
 METRICS_JOB = "metrics_job"
 
-inputs_job = dg.define_asset_job(INPUTS_JOB, selection=dg.AssetSelection.groups("inputs", "index"))
-retrieval_grid_job = dg.define_asset_job(GRID_JOB, selection=dg.AssetSelection.assets("retrieval_results"))
-answer_grid_job = dg.define_asset_job(ANSWER_GRID_JOB, selection=dg.AssetSelection.assets("answers", "judged_answers"))
+# Two steps at a time within a run: the default machine has two cores (the run queue allows two runs).
+BOUNDED = dg.multiprocess_executor.configured({"max_concurrent": 2})
+
+inputs_job = dg.define_asset_job(
+    INPUTS_JOB, selection=dg.AssetSelection.groups("inputs", "index"), executor_def=BOUNDED
+)
+retrieval_grid_job = dg.define_asset_job(
+    GRID_JOB, selection=dg.AssetSelection.assets("retrieval_results"), executor_def=BOUNDED
+)
+answer_grid_job = dg.define_asset_job(
+    ANSWER_GRID_JOB, selection=dg.AssetSelection.assets("answers", "judged_answers"), executor_def=BOUNDED
+)
 metrics_job = dg.define_asset_job(
     METRICS_JOB,
+    executor_def=BOUNDED,
     selection=dg.AssetSelection.assets(
         "retrieval_metrics_per_query",
         "retrieval_metrics",
