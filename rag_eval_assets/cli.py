@@ -89,7 +89,10 @@ def _evaluate(args: argparse.Namespace) -> int:
         "retrievers": args.retrievers.split(","),
         "k_values": [int(k) for k in args.k.split(",")],
         "retrieval": {"level": level, "dense": {"model": args.dense_model}},
+        "runs_dir": str(out / "runs"),
     }
+    ks = config["k_values"]
+    config["answering"] = {"k_values": [k for k in (5, 10) if k <= max(ks)] or [max(ks)]}
     if args.chunk_size:
         config["chunking"] = {"chunk_size_chars": args.chunk_size, "overlap_chars": args.overlap}
     config_file = out / "rag_eval.yaml"

@@ -69,6 +69,9 @@ def test_beir_folder_evaluates_at_document_level_and_matches_trec_eval(tmp_path)
     assert ours["precision@5"] == pytest.approx(mean["P_5"], abs=1e-6)
     assert ours["map@10"] == pytest.approx(mean["map_cut_10"], abs=1e-6)
     assert ours["ndcg@10"] > 0.5  # the topics are separable: bm25 must find them
+    (run_dir,) = (out / "runs").iterdir()  # the same run directory the pipeline writes
+    assert {p.name for p in run_dir.iterdir()} >= {"results.jsonl", "metrics.json", "config.json", "summary.md",
+                                                   "report.html"}
 
 
 def test_unknown_retriever_names_the_key(tmp_path, capsys):
