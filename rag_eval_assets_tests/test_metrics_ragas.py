@@ -188,7 +188,8 @@ def test_llm_variants_through_an_openai_compatible_endpoint(endpoint: ThreadingH
     assert got[("q1", "context_recall")] == 0.5
     found = errors(table)
     assert found[("q2", "context_recall")] == "ragas returned NaN"
-    assert "InternalServerError" in found[("q3", "context_precision")]
+    # The endpoint's 500 reaches the row whatever wraps it (openai's error, or instructor's retry exception).
+    assert "Error code: 500" in found[("q3", "context_precision")] and "boom" in found[("q3", "context_precision")]
     assert found[("q4", "context_precision")] == (
         "no reference contexts: the question has no chunk-level gold and no reference answer"
     )
