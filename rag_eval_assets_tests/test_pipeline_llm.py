@@ -1,0 +1,85 @@
+"""The pipeline with a real LLM endpoint (llama.cpp serving SmolLM2-135M on loopback): LLM answers, judgments and
+generated queries go through the Dagster assets, every call is recorded, and the API key reaches no artifact.
+
+The tiny model proves the plumbing, not judgement quality: a reply may fail validation, and then it must be an
+explicit error row, never a silent gap.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from rag_eval_assets.defs.jobs import run_pipeline
+from rag_eval_assets.definitions import build_defs
+from rag_eval_assets.settings import load_settings
+from rag_eval_assets_tests.llama_server import SMOLLM2_ALIAS, llama_server, missing_requirements, smollm2_gguf
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "data" / "sample"
+SECRET = "sk-test-7f3a9c-never-store-me"
+
+
+@pytest.fixture(scope="module")
+def server_url():
+    reason = missing_requirements()
+    if reason is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}; under CI=true the real-server tests must run (make test installs it)")
+        pytest.skip(reason)
+    with llama_server(smollm2_gguf()) as url:
+        yield url
+
+
+def test_llm_answers_judgments_and_generated_queries(tmp_path, server_url, monkeypatch):
+    lines = (SAMPLE / "evalsets" / "eval_set.jsonl").read_text(encoding="utf-8").splitlines()[:1]
+    evalset = tmp_path / "eval_set.jsonl"
+    evalset.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.setenv("RAG_EVAL_TEST_KEY", SECRET)
+    config = tmp_path / "rag_eval.yaml"
+    config.write_text(
+        f"storage_dir: {tmp_path / 'store'}\n"
+        f"corpus: {{id: sample, path: {SAMPLE / 'corpus'}}}\n"
+        f"evalset: {{name: one, path: {evalset}}}\n"
+        "retrievers: [bm25]\nk_values: [3]\n"
+        "answering: {answerer: llm, k_values: [3]}\n"
+        "query_generation: {n_chunks: 1, seed: 0}\n"
+        f"llm: {{base_url: '{server_url}', model: {SMOLLM2_ALIAS}, api_key_env: RAG_EVAL_TEST_KEY, max_tokens: 64}}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+        steps = list(run_pipeline(build_defs(config), load_settings(config), instance))
+        assert [s.job for s in steps if not s.result.success] == []
+        events = instance.get_event_records(dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_MATERIALIZATION))
+        metadata_text = json.dumps([str(e.asset_materialization.metadata) for e in events])
+        logs = json.dumps([str(entry) for s in steps for entry in instance.all_logs(s.result.run_id)])
+
+    store = tmp_path / "store"
+    answers = pd.read_parquet(store / "assets" / "answers" / "retriever=bm25" / "k=3.parquet")
+    assert len(answers) == 1 and set(answers["answerer"]) == {"llm"}
+    for row in answers.itertuples():
+        # A parsed reply has tokens and a model; a failed one says why. Nothing is silently empty.
+        assert (row.error is None and row.prompt_tokens > 0 and row.model == SMOLLM2_ALIAS) or isinstance(row.error, str)
+    judged = pd.read_parquet(store / "assets" / "judged_answers" / "retriever=bm25" / "k=3.parquet")
+    assert sorted(judged["judge"].unique()) == ["correctness", "groundedness"] and len(judged) == 2
+    assert (judged["score"].notna() | judged["error"].notna()).all()
+    assert set(judged["judge_model"]) == {SMOLLM2_ALIAS} and set(judged["temperature"]) == {0.0}
+
+    table = pd.read_parquet(store / "assets" / "answer_metrics.parquet")
+    assert table["note"].isna().all()  # with an endpoint every LLM metric is computed (or errors are rows)
+    generated = pd.read_parquet(store / "assets" / "generated_queries.parquet")
+    generated_file = store / "generated" / "generated_queries.jsonl"
+    assert generated_file.is_file() and len(generated) == len(generated_file.read_text().splitlines())
+
+    (run_dir,) = (store / "runs").iterdir()
+    config_json = json.loads((run_dir / "config.json").read_text())
+    assert config_json["version_tuple"]["judge"] == {"model": SMOLLM2_ALIAS, "prompt_version": "v1", "temperature": 0.0}
+    artifacts = [p.read_text(encoding="utf-8", errors="replace") for p in store.rglob("*") if p.is_file()
+                 and p.suffix in (".json", ".jsonl", ".md", ".html")]
+    for text in [*artifacts, metadata_text, logs]:
+        assert SECRET not in text
+    assert "RAG_EVAL_TEST_KEY" in (run_dir / "config.json").read_text()  # the variable's name, not its value
