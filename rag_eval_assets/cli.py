@@ -139,6 +139,54 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _benchmark(args: argparse.Namespace) -> int:
+    """Seed 000 section 6: every dataset through the whole pipeline, then one weighted score over them."""
+    import pandas as pd
+
+    from rag_eval_assets.runs.benchmark import aggregate_benchmark, load_benchmark_config
+
+    bench = load_benchmark_config(args.config_file)
+    out = Path(args.out).resolve()
+    cells: dict[tuple[str, int], list[dict]] = {}
+    for dataset in bench.datasets:
+        target = out / dataset.name
+        target.mkdir(parents=True, exist_ok=True)
+        config = {
+            "storage_dir": str(target / "store"),
+            "runs_dir": str(target / "runs"),
+            "corpus": {"id": dataset.name, "path": str(dataset.corpus), "language": args.language},
+            "evalset": {"name": dataset.name, "path": str(dataset.evalset)},
+            "retrievers": args.retrievers.split(","),
+            "k_values": [int(k) for k in args.k.split(",")],
+            "answering": {"k_values": [int(k) for k in args.k.split(",")]},
+        }
+        config_file = target / "rag_eval.yaml"
+        config_file.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
+        ok, errors = _execute(config_file, instance_dir=target / "dagster")
+        if not ok:
+            print(f"{dataset.name}: " + "\n".join(errors), file=sys.stderr)
+            return 1
+        table = pd.read_parquet(target / "store" / "assets" / "answer_metrics.parquet")
+        rows = table[(table["metric"] == "weighted_score") & (table["slice"] == "all")]
+        for row in rows.itertuples():
+            cells.setdefault((row.retriever, int(row.k)), []).append(
+                {"name": dataset.name, "weight": dataset.weight, "weighted_score": float(row.value), "n": int(row.n)}
+            )
+    report = {
+        "name": bench.name,
+        "cells": [
+            {"retriever": retriever, "k": k, **aggregate_benchmark(per_dataset)}
+            for (retriever, k), per_dataset in sorted(cells.items())
+        ],
+    }
+    (out / "benchmark.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    for cell in report["cells"]:
+        print(f"{cell['retriever']} k={cell['k']}: summary.weighted_score {cell['summary']['weighted_score']:.4f} "
+              + ", ".join(f"{d['name']} {d['weighted_score']:.4f}" for d in cell["datasets"]))
+    print(f"benchmark: {out / 'benchmark.json'}")
+    return 0
+
+
 def _score(args: argparse.Namespace) -> int:
     from rag_eval_assets.evalset.freeze import evalset_sha256
     from rag_eval_assets.evalset.load import load_evalset
@@ -265,6 +313,13 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--retriever", action="append", help="limit the gate to this retriever (repeatable)")
     cmp.add_argument("--k", action="append", type=int, help="limit the gate to this k (repeatable)")
     cmp.set_defaults(func=_compare)
+    bm = sub.add_parser("benchmark", help="several datasets (corpus + evalset each), one aggregated weighted score")
+    bm.add_argument("--config-file", required=True, help="YAML/JSON: name, datasets [{name, corpus, evalset, weight}]")
+    bm.add_argument("--out", required=True, help="output directory (one sub-directory per dataset)")
+    bm.add_argument("--retrievers", default="bm25,dense,hybrid")
+    bm.add_argument("--k", default="5", help="k values of the answer grid (and of retrieval)")
+    bm.add_argument("--language", default="multi", help="bm25 analyzer: en, ru, zh or multi")
+    bm.set_defaults(func=_benchmark)
     bf = sub.add_parser("backfill", help="backfill the partitions of one retriever or one k (run by the daemon)")
     bf.add_argument("--retriever", help="every partition of this retriever")
     bf.add_argument("--k", type=int, help="every partition of this k (answer grid)")
