@@ -142,15 +142,22 @@ class Settings:
 
     @property
     def frozen_dir(self) -> Path:
-        return Path(_join(self.storage_dir, "frozen"))
+        return self._local("frozen")
 
     @property
     def generated_dir(self) -> Path:
-        return Path(_join(self.storage_dir, "generated"))
+        return self._local("generated")
 
     @property
     def cache_dir(self) -> Path:
-        return Path(_join(self.storage_dir, "cache"))
+        return self._local("cache")
+
+    def _local(self, name: str) -> Path:
+        # Frozen copies, caches and generated files are local files (SQLite needs a local disk); with an
+        # object-store storage_dir they live under data/ beside the configuration file.
+        if "://" in self.storage_dir:
+            return self.config_file.parent / "data" / name
+        return Path(_join(self.storage_dir, name))
 
 
 def _join(base: str, name: str) -> str:
@@ -315,7 +322,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         size = chunking.get("chunk_size_chars", ChunkingSettings.chunk_size_chars)
         overlap = chunking.get("overlap_chars", ChunkingSettings.overlap_chars)
         if isinstance(size, int) and isinstance(overlap, int) and not (size > 0 and 0 <= overlap < size):
-            bad("chunking.overlap_chars", f"need chunk_size_chars > 0 and 0 <= overlap_chars < chunk_size_chars")
+            bad("chunking.overlap_chars", "need chunk_size_chars > 0 and 0 <= overlap_chars < chunk_size_chars")
     if problems:
         raise InputError(problems)
 

@@ -1,16 +1,13 @@
 """The nightly benchmark: one run key per night, and the sensor walking a night through the grid to the report."""
 
 from datetime import datetime, timezone
-from pathlib import Path
 
 import dagster as dg
 
 from rag_eval_assets.defs.automation import NIGHT_TAG, nightly_benchmark
 from rag_eval_assets.defs.jobs import QUIET_CONSOLE
 from rag_eval_assets.definitions import build_defs
-
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "data" / "sample"
+from rag_eval_assets_tests.sample_config import write_sample_config
 
 
 def test_schedule_asks_for_one_inputs_run_per_night():
@@ -29,13 +26,8 @@ def _requests(defs: dg.Definitions, instance: dg.DagsterInstance) -> list[dg.Run
 
 
 def test_sensor_walks_one_night_from_inputs_to_report(tmp_path):
-    config = tmp_path / "rag_eval.yaml"
-    config.write_text(
-        f"storage_dir: {tmp_path / 'store'}\n"
-        f"corpus: {{id: sample, path: {SAMPLE / 'corpus'}}}\n"
-        f"evalset: {{name: sample, path: {SAMPLE / 'evalsets' / 'eval_set.jsonl'}}}\n"
-        "retrievers: [bm25, dense]\nk_values: [3, 5]\nanswering: {k_values: [3, 5]}\n",
-        encoding="utf-8",
+    config = write_sample_config(
+        tmp_path, "retrievers: [bm25, dense]\nk_values: [3, 5]\nanswering: {k_values: [3, 5]}\n"
     )
     defs = build_defs(config)
     (tmp_path / "home").mkdir()

@@ -14,21 +14,15 @@ import pytest
 from rag_eval_assets.cli import main
 from rag_eval_assets.defs.jobs import QUIET_CONSOLE
 from rag_eval_assets.definitions import build_defs
+from rag_eval_assets_tests.sample_config import REPO, write_sample_config
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "data" / "sample"
 BIN = Path(sys.executable).parent
 
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
-    config = tmp_path / "rag_eval.yaml"
-    config.write_text(
-        f"storage_dir: {tmp_path / 'store'}\n"
-        f"corpus: {{id: sample, path: {SAMPLE / 'corpus'}}}\n"
-        f"evalset: {{name: sample, path: {SAMPLE / 'evalsets' / 'eval_set.jsonl'}}}\n"
-        "retrievers: [bm25, dense]\nk_values: [3, 5]\nanswering: {k_values: [3, 5]}\n",
-        encoding="utf-8",
+    config = write_sample_config(
+        tmp_path, "retrievers: [bm25, dense]\nk_values: [3, 5]\nanswering: {k_values: [3, 5]}\n"
     )
     dagster_home = tmp_path / "dagster_home"
     dagster_home.mkdir()

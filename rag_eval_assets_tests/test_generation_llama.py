@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Iterator
 
 import pandas as pd
@@ -25,7 +24,7 @@ from rag_eval_assets.generation.citations import Context
 from rag_eval_assets.generation.judges import judge_answers
 from rag_eval_assets.generation.query_generation import generate_queries, write_generated_evalset
 from rag_eval_assets.llm import LLMClient, LLMSettings
-from rag_eval_assets_tests.llama_server import SMOLLM2_ALIAS, llama_server, missing_requirements, smollm2_gguf
+from rag_eval_assets_tests.llama_server import SMOLLM2_ALIAS, running_smollm2
 
 CHUNKS = pd.DataFrame(
     {
@@ -49,12 +48,7 @@ CHUNKS = pd.DataFrame(
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[LLMClient]:
-    reason = missing_requirements()
-    if reason is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{reason}; under CI=true the real-server tests must run (make test installs it)")
-        pytest.skip(reason)
-    with llama_server(smollm2_gguf()) as url:
+    with running_smollm2() as url:
         settings = LLMSettings(base_url=url, model=SMOLLM2_ALIAS, max_tokens=96, read_timeout=120.0)
         with LLMClient(settings) as llm:
             yield llm

@@ -7,13 +7,12 @@ CI=true, where a missing server is a failure: `make test` installs both.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
 
 from rag_eval_assets.llm import LLMCache, LLMClient, LLMSettings, Prompt
-from rag_eval_assets_tests.llama_server import SMOLLM2_ALIAS, llama_server, missing_requirements, smollm2_gguf
+from rag_eval_assets_tests.llama_server import SMOLLM2_ALIAS, running_smollm2
 
 ANSWER_SCHEMA = {
     "type": "object",
@@ -31,12 +30,7 @@ PROMPT = Prompt(
 
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
-    reason = missing_requirements()
-    if reason is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{reason}; under CI=true the real-server tests must run (make test installs it)")
-        pytest.skip(reason)
-    with llama_server(smollm2_gguf()) as url:
+    with running_smollm2() as url:
         yield url
 
 

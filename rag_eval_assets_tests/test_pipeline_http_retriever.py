@@ -1,6 +1,5 @@
 """A RAG service under test named as a retriever: its partition is fetched over HTTP and scored by gold anchors."""
 
-from pathlib import Path
 
 import dagster as dg
 import pandas as pd
@@ -10,10 +9,9 @@ from rag_eval_assets.corpus.load import load_corpus
 from rag_eval_assets.defs.jobs import run_pipeline
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.settings import load_settings
+from rag_eval_assets_tests.sample_config import SAMPLE, write_sample_config
 from rag_eval_assets_tests.sut_server import CorpusChunk, sut_server
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "data" / "sample"
 
 
 def test_http_partition_is_fetched_and_scored(tmp_path):
@@ -21,14 +19,10 @@ def test_http_partition_is_fetched_and_scored(tmp_path):
     chunks = chunk_documents(load_corpus(SAMPLE / "corpus"), "service", ChunkerParams(400, 50))
     corpus = [CorpusChunk(r.rel_path, r.heading_path, r.text) for r in chunks.itertuples()]
     with sut_server(corpus) as server:
-        config = tmp_path / "rag_eval.yaml"
-        config.write_text(
-            f"storage_dir: {tmp_path / 'store'}\n"
-            f"corpus: {{id: sample, path: {SAMPLE / 'corpus'}}}\n"
-            f"evalset: {{name: sample, path: {SAMPLE / 'evalsets' / 'eval_set.jsonl'}}}\n"
+        config = write_sample_config(
+            tmp_path,
             "retrievers: [bm25, http]\nk_values: [1, 5]\nanswering: {k_values: [5]}\n"
             f"retrieval: {{http: {{base_url: '{server.url}', read_timeout: 10}}}}\n",
-            encoding="utf-8",
         )
         (tmp_path / "home").mkdir()
         with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:

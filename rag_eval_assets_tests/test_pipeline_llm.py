@@ -6,8 +6,6 @@ explicit error row, never a silent gap.
 """
 
 import json
-import os
-from pathlib import Path
 
 import dagster as dg
 import pandas as pd
@@ -16,21 +14,15 @@ import pytest
 from rag_eval_assets.defs.jobs import run_pipeline
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.settings import load_settings
-from rag_eval_assets_tests.llama_server import SMOLLM2_ALIAS, llama_server, missing_requirements, smollm2_gguf
+from rag_eval_assets_tests.llama_server import SMOLLM2_ALIAS, running_smollm2
+from rag_eval_assets_tests.sample_config import SAMPLE, write_sample_config
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "data" / "sample"
 SECRET = "sk-test-7f3a9c-never-store-me"
 
 
 @pytest.fixture(scope="module")
 def server_url():
-    reason = missing_requirements()
-    if reason is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{reason}; under CI=true the real-server tests must run (make test installs it)")
-        pytest.skip(reason)
-    with llama_server(smollm2_gguf()) as url:
+    with running_smollm2() as url:
         yield url
 
 
@@ -39,16 +31,14 @@ def test_llm_answers_judgments_and_generated_queries(tmp_path, server_url, monke
     evalset = tmp_path / "eval_set.jsonl"
     evalset.write_text("\n".join(lines) + "\n", encoding="utf-8")
     monkeypatch.setenv("RAG_EVAL_TEST_KEY", SECRET)
-    config = tmp_path / "rag_eval.yaml"
-    config.write_text(
-        f"storage_dir: {tmp_path / 'store'}\n"
-        f"corpus: {{id: sample, path: {SAMPLE / 'corpus'}}}\n"
-        f"evalset: {{name: one, path: {evalset}}}\n"
+    config = write_sample_config(
+        tmp_path,
         "retrievers: [bm25]\nk_values: [3]\n"
         "answering: {answerer: llm, k_values: [3]}\n"
         "query_generation: {n_chunks: 1, seed: 0}\n"
         f"llm: {{base_url: '{server_url}', model: {SMOLLM2_ALIAS}, api_key_env: RAG_EVAL_TEST_KEY, max_tokens: 64}}\n",
-        encoding="utf-8",
+        evalset=evalset,
+        name="one",
     )
     (tmp_path / "home").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:

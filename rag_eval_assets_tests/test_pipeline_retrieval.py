@@ -1,7 +1,6 @@
 """The whole pipeline on the sample data through the same jobs `make run` uses, in a temporary DAGSTER_HOME."""
 
 import json
-from pathlib import Path
 
 import dagster as dg
 import pandas as pd
@@ -10,22 +9,14 @@ import pytest
 from rag_eval_assets.defs.jobs import GRID_JOB, run_pipeline
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.settings import load_settings
+from rag_eval_assets_tests.sample_config import write_sample_config
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "data" / "sample"
 
 
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("pipeline")
-    config = tmp / "rag_eval.yaml"
-    config.write_text(
-        f"storage_dir: {tmp / 'store'}\n"
-        f"corpus: {{id: sample, path: {SAMPLE / 'corpus'}, language: multi}}\n"
-        f"evalset: {{name: sample_eval_set, path: {SAMPLE / 'evalsets' / 'eval_set.jsonl'}}}\n"
-        "k_values: [1, 3, 5, 10]\n",
-        encoding="utf-8",
-    )
+    config = write_sample_config(tmp, "k_values: [1, 3, 5, 10]\n")
     defs = build_defs(config)
     (tmp / "home").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp / "home")) as instance:
@@ -88,13 +79,8 @@ def test_backfilling_one_retriever_leaves_the_others_untouched(pipeline):
 
 
 def test_folder_filter_reports_scope_miss_rate(tmp_path):
-    config = tmp_path / "rag_eval.yaml"
-    config.write_text(
-        f"storage_dir: {tmp_path / 'store'}\n"
-        f"corpus: {{id: sample, path: {SAMPLE / 'corpus'}}}\n"
-        f"evalset: {{name: sample_eval_set, path: {SAMPLE / 'evalsets' / 'eval_set.jsonl'}}}\n"
-        "retrievers: [bm25]\nk_values: [5]\nanswering: {k_values: [5]}\nretrieval: {folder_filter: true}\n",
-        encoding="utf-8",
+    config = write_sample_config(
+        tmp_path, "retrievers: [bm25]\nk_values: [5]\nanswering: {k_values: [5]}\nretrieval: {folder_filter: true}\n"
     )
     (tmp_path / "home").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:

@@ -38,7 +38,10 @@ def test_relative_paths_resolve_against_the_config_file(tmp_path):
 
 def test_object_store_url_is_kept_as_is(tmp_path):
     path = _write(tmp_path, "storage_dir: s3://bucket/rag\ncorpus: {id: c, path: d}\nevalset: {name: e, path: q}\n")
-    assert load_settings(path).assets_dir == "s3://bucket/rag/assets"
+    s = load_settings(path)
+    assert s.assets_dir == "s3://bucket/rag/assets"
+    local = tmp_path / "conf" / "data"
+    assert (s.frozen_dir, s.cache_dir, s.runs_dir) == (local / "frozen", local / "cache", local / "runs")
 
 
 def test_every_problem_is_reported_with_its_key(tmp_path):

@@ -13,7 +13,7 @@ from rag_eval_assets.defs.retrieval.build import encoder_for
 from rag_eval_assets.defs.storage.parquet_io_manager import PARTITION_DIMENSIONS_KEY
 from rag_eval_assets.evalset.tables import questions_from_frame, questions_for_metrics
 from rag_eval_assets.generation.abstention import attribution_hit
-from rag_eval_assets.generation.answers import ANSWER_COLUMNS, answer_questions
+from rag_eval_assets.generation.answers import answer_questions
 from rag_eval_assets.generation.citations import contexts_by_query
 from rag_eval_assets.generation.judges import JUDGMENT_COLUMNS, judge_agreement, judge_answers, judgment_counts
 from rag_eval_assets.generation.query_generation import generate_queries, sample_chunks, write_generated_evalset

@@ -29,7 +29,7 @@ from rag_eval_assets.retrieval.dense import DenseIndex
 from rag_eval_assets.retrieval.embedding_cache import text_key
 from rag_eval_assets.retrieval.http_sut import sut_chunks_frame, sut_results_frame
 from rag_eval_assets.retrieval.index_tables import bm25_to_frame, dense_to_frame
-from rag_eval_assets.retrieval.retrievers import RESULT_COLUMNS, collapse_to_documents, run_retriever
+from rag_eval_assets.retrieval.retrievers import collapse_to_documents, run_retriever
 from rag_eval_assets.settings import Settings
 
 # Chunks fetched per query before collapsing to documents, as a multiple of the deepest k (doc level only).

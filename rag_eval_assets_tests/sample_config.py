@@ -1,0 +1,21 @@
+"""A rag_eval.yaml over the shipped sample data, with storage in a test's temporary directory."""
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "data" / "sample"
+SAMPLE_EVALSET = SAMPLE / "evalsets" / "eval_set.jsonl"
+
+
+def write_sample_config(directory: Path, extra: str = "", *, evalset: Path = SAMPLE_EVALSET,
+                        name: str = "sample_eval_set") -> Path:
+    """`directory`/rag_eval.yaml: the sample corpus and `evalset` (frozen as `name`), storage under
+    `directory`/store, plus `extra` YAML lines (retrievers, k_values, answering, llm, ...)."""
+    path = directory / "rag_eval.yaml"
+    path.write_text(
+        f"storage_dir: {directory / 'store'}\n"
+        f"corpus: {{id: sample, path: {SAMPLE / 'corpus'}}}\n"
+        f"evalset: {{name: {name}, path: {evalset}}}\n" + extra,
+        encoding="utf-8",
+    )
+    return path
