@@ -14,8 +14,9 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
+
+from rag_eval_assets_tests.loopback_http import JsonHandler, serving
 
 CHAT_PATH = "/v1/chat/completions"
 
@@ -95,11 +96,9 @@ def llm_fault_server(
     state = FaultServer(base_url="")
     in_flight = 0
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JsonHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
-            pass
 
         def do_POST(self) -> None:
             nonlocal in_flight
@@ -137,23 +136,6 @@ def llm_fault_server(
                 encoded = encoded[: len(encoded) // 2]
             self._send(200, encoded)
 
-        def _send(self, status: int, body: bytes, extra_headers: dict[str, str] | None = None) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            for name, value in (extra_headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(body)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler, stopping) as port:
+        state.base_url = f"http://127.0.0.1:{port}/v1"
         yield state
-    finally:
-        stopping.set()
-        server.shutdown()
-        server.server_close()
-        thread.join()

@@ -19,9 +19,10 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
+
+from rag_eval_assets_tests.loopback_http import JsonHandler, serving
 
 Fault = int | Literal["hang", "truncated_json", "wrong_shape"]
 
@@ -160,11 +161,9 @@ def sut_server(
     stopping = threading.Event()
     state = SutServer(url="")
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JsonHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
-            pass
 
         def do_GET(self) -> None:
             self._handle()
@@ -205,23 +204,6 @@ def sut_server(
                 encoded = encoded[: len(encoded) // 2]
             self._send(status, encoded)
 
-        def _send(self, status: int, body: bytes, extra_headers: dict[str, str] | None = None) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            for name, value in (extra_headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(body)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler, stopping) as port:
+        state.url = f"http://127.0.0.1:{port}"
         yield state
-    finally:
-        stopping.set()
-        server.shutdown()
-        server.server_close()
-        thread.join()
