@@ -7,12 +7,14 @@ any working directory. Every problem is reported at once, naming the file and th
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 import yaml
 
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.llm.settings import SCHEMA_MODES, LLMSettings
+from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN
 
 CONFIG_ENV_VAR = "RAG_EVAL_CONFIG"
 DEFAULT_CONFIG_NAME = "rag_eval.yaml"
@@ -93,6 +95,8 @@ class AnsweringSettings:
     # service's own answer, abstention flag and references (seed 002).
     answerer: str = "extractive"
     k_values: tuple[int, ...] = (5, 10)  # the k dimension of the answer grid: top-k chunks given to the answerer
+    citation_pattern: str = DEFAULT_CITATION_PATTERN  # seed 000's "стр. N"; e.g. r"\bp\.\s*\d+" or r"第\d+页"
+    adapter_id: str | None = None  # seed 003: the fine-tuned adapter (or registry model id) behind the answerer
 
 
 @dataclass(frozen=True)
@@ -220,7 +224,7 @@ _LLM_KEYS = {
     "price_per_1k": dict,
 }
 _ANSWER_KEYS = {
-    "answering": {"answerer": str, "k_values": list},
+    "answering": {"answerer": str, "k_values": list, "citation_pattern": str, "adapter_id": (str, type(None))},
     "judge": {"enabled": bool, "replicates": int, "replicate_sample": int},
     "query_generation": {"n_chunks": int, "seed": int},
     "report": {
@@ -294,6 +298,12 @@ def load_settings(path: str | Path | None = None) -> Settings:
             _check_nested(data[section], keys, section, bad)
     answering = data.get("answering") or {}
     answerer = answering.get("answerer", "extractive") if isinstance(answering, dict) else None
+    pattern = answering.get("citation_pattern") if isinstance(answering, dict) else None
+    if isinstance(pattern, str):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            bad("answering.citation_pattern", f"not a regular expression: {exc}")
     if answerer == "llm" and not isinstance(llm, dict):
         bad("answering.answerer", "'llm' needs an llm section (base_url, model)")
     retrievers = data.get("retrievers", list(Settings.retrievers))
@@ -355,6 +365,8 @@ def load_settings(path: str | Path | None = None) -> Settings:
         answering=AnsweringSettings(
             answerer=answering.get("answerer", "extractive"),
             k_values=tuple(sorted(set(answering.get("k_values", AnsweringSettings.k_values)))),
+            citation_pattern=answering.get("citation_pattern", AnsweringSettings.citation_pattern),
+            adapter_id=answering.get("adapter_id"),
         ),
         judge=JudgeSettings(**data.get("judge", {})),
         query_generation=QueryGenerationSettings(**data.get("query_generation", {})),

@@ -193,11 +193,18 @@ def _ref_ok(ref: Any, files: set[str], context_text: str) -> bool:
 
 
 def dev_gate(scores: Sequence[JsonV2Score], min_avg: float = 95.0, min_schema: float = 0.98) -> GateResult:
+    """Seed 003 section 5 over scored answers; see `gate_from_values`."""
+    return gate_from_values([s.score for s in scores], [s.schema_ok for s in scores], min_avg, min_schema)
+
+
+def gate_from_values(
+    scores: Sequence[float], schema_ok: Sequence[bool], min_avg: float = 95.0, min_schema: float = 0.98
+) -> GateResult:
     """Seed 003 section 5: passed when the mean score (schema failures count as 0) is >= min_avg and the share of
     schema_ok answers is >= min_schema. No answers: not passed, NaN averages."""
     n = len(scores)
     if n == 0:
         return GateResult(passed=False, eval_score_avg=math.nan, schema_pass_rate=math.nan, n=0)
-    avg = sum(s.score for s in scores) / n
-    rate = sum(s.schema_ok for s in scores) / n
+    avg = sum(scores) / n
+    rate = sum(bool(ok) for ok in schema_ok) / n
     return GateResult(passed=avg >= min_avg and rate >= min_schema, eval_score_avg=avg, schema_pass_rate=rate, n=n)

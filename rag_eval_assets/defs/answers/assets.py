@@ -6,6 +6,7 @@ import dagster as dg
 import pandas as pd
 
 from rag_eval_assets.defs.answers.build import NO_LLM, answerer_for, llm_client
+from rag_eval_assets.defs.answers.checks import json_v2_dev_gate
 from rag_eval_assets.defs.partitions import answer_grid_partitions
 from rag_eval_assets.defs.metadata import preview, upstream_versions, version_metadata
 from rag_eval_assets.defs.resources import LLMResource, RagEvalSettings
@@ -22,6 +23,7 @@ from rag_eval_assets.metrics.aggregate import aggregate_metrics
 from rag_eval_assets.metrics.answers import answers_from_frame, score_answers
 from rag_eval_assets.metrics.ragas_context import context_rows, ragas_context_metrics
 from rag_eval_assets.metrics.rule_score import weighted_score
+from rag_eval_assets.runs.reproducibility import reproducibility_fields
 from rag_eval_assets.settings import Settings
 
 JUDGE_PROMPT_VERSION = "v1"
@@ -97,7 +99,9 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         s = settings.load()
         if s.llm is None or not s.judge.enabled:
             reason = NO_LLM if s.llm is None else "not computed: judge.enabled is false"
-            return dg.Output(pd.DataFrame(columns=list(JUDGMENT_COLUMNS)), metadata={"not_computed": reason})
+            versions = upstream_versions(context, "evalset", "chunks")
+            return dg.Output(pd.DataFrame(columns=list(JUDGMENT_COLUMNS)),
+                             metadata={"not_computed": reason, **version_metadata(versions)})
         estimate = estimate_cost(len(answers) * len(JUDGE_METRICS), _mean_prompt_tokens(answers), 200, s.llm)
         context.log.info(f"estimate before judging: {estimate}")
         with llm_client(s, llm.api_key) as client:
@@ -125,8 +129,10 @@ def answer_defs(settings: Settings) -> dg.Definitions:
     ) -> dg.Output[pd.DataFrame]:
         """Seed 004 questions generated from sampled chunks, written as an evalset file that can be frozen."""
         s = settings.load()
+        versions = upstream_versions(context, "chunks")
         if s.llm is None:
-            return dg.Output(pd.DataFrame(columns=["id", "question", "type"]), metadata={"not_computed": NO_LLM})
+            return dg.Output(pd.DataFrame(columns=["id", "question", "type"]),
+                             metadata={"not_computed": NO_LLM, **version_metadata(versions)})
         sample = sample_chunks(chunks, s.query_generation.n_chunks, s.query_generation.seed)
         with llm_client(s, llm.api_key) as client:
             questions, report = generate_queries(client, sample)
@@ -145,6 +151,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
                 "report": dg.MetadataValue.json({k: v for k, v in report.items() if k != "calls"}),
                 "usage": dg.MetadataValue.json(usage),
                 "preview": preview(table, ["id", "type", "question"]),
+                **version_metadata(versions.with_part("answerer", model=s.llm.model, prompt="query_generation")),
             },
         )
 
@@ -177,7 +184,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         for key in sorted(answers):  # one partition in memory at a time
             table = answers[key]
             retriever, k = str(table["retriever"].iloc[0]), int(table["k"].iloc[0])
-            per_question, _ = score_answers(questions, answers_from_frame(table), encoder)
+            per_question, _ = score_answers(questions, answers_from_frame(table), encoder, s.answering.citation_pattern)
             tables.append(per_question.assign(retriever=retriever, k=k))
             tables.append(attribution_hit(table, gold_labels, chunks))
             judged = judged_answers.get(key)
@@ -232,10 +239,11 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         table["overlap_chars"] = s.chunking.overlap_chars
         overall = table[table["slice"] == "all"].pivot_table(index=["retriever", "k"], columns="metric",
                                                              values="value").reset_index()
-        versions = upstream_versions(context, "evalset", "chunks")
+        versions = upstream_versions(context, "evalset", "chunks", "bm25_index", "dense_index", "answers")
         return dg.Output(
             table,
             metadata={
+                "reproducibility": dg.MetadataValue.json(reproducibility_fields(versions, s.answering.adapter_id)),
                 "not_computed": dg.MetadataValue.json(dict(_not_computed(s))),
                 "summary": dg.MetadataValue.md(
                     f"chunk_size_chars={s.chunking.chunk_size_chars}, overlap_chars={s.chunking.overlap_chars}\n\n"
@@ -245,8 +253,10 @@ def answer_defs(settings: Settings) -> dg.Definitions:
             },
         )
 
-    return dg.Definitions(assets=[answers, judged_answers, generated_queries, answer_metrics_per_query,
-                                  answer_metrics])
+    return dg.Definitions(
+        assets=[answers, judged_answers, generated_queries, answer_metrics_per_query, answer_metrics],
+        asset_checks=[json_v2_dev_gate],
+    )
 
 
 def _not_computed(s: Settings) -> list[tuple[str, str]]:

@@ -4,7 +4,7 @@
 import dagster as dg
 import pandas as pd
 
-from rag_eval_assets.defs.metadata import preview, version_metadata
+from rag_eval_assets.defs.metadata import preview, upstream_versions, version_metadata
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.evalset.freeze import eval_set_version, evalset_sha256
 from rag_eval_assets.evalset.frozen_store import freeze
@@ -68,7 +68,9 @@ def evalset(context: dg.AssetExecutionContext, settings: RagEvalSettings):
 
 
 @dg.asset(group_name="inputs", kinds={"pandas", "parquet"})
-def dev_subset(settings: RagEvalSettings, evalset: pd.DataFrame) -> dg.Output[pd.DataFrame]:
+def dev_subset(
+    context: dg.AssetExecutionContext, settings: RagEvalSettings, evalset: pd.DataFrame
+) -> dg.Output[pd.DataFrame]:
     """A deterministic stratified subset for quick gates (seed 003's dev100), by type and category."""
     s = settings.load()
     picked = make_dev_subset(questions_from_frame(evalset), s.dev_subset.size, s.dev_subset.seed)
@@ -81,5 +83,6 @@ def dev_subset(settings: RagEvalSettings, evalset: pd.DataFrame) -> dg.Output[pd
             "size": s.dev_subset.size,
             "seed": s.dev_subset.seed,
             "by_type": _counts(df, "type"),
+            **version_metadata(upstream_versions(context, "evalset")),
         },
     )

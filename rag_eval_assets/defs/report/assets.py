@@ -24,6 +24,7 @@ from rag_eval_assets.runs.store import (
     run_config,
     write_run,
 )
+from rag_eval_assets.runs.reproducibility import reproducibility_fields
 from rag_eval_assets.runs.versions import VersionTuple
 from rag_eval_assets.settings import Settings
 
@@ -111,6 +112,7 @@ def evaluation_run(
         chunk_size_chars=s.chunking.chunk_size_chars,
         overlap_chars=s.chunking.overlap_chars,
         dagster_run_id=context.run.run_id,
+        **reproducibility_fields(versions, s.answering.adapter_id),
     )
     previous = latest_run(s.runs_dir)
     path = write_run(
@@ -149,14 +151,15 @@ def evaluation_run(
                           description="Score delta >= min_delta and regressions <= max_regressions (seed 000)."),
     ],
 )
-def run_comparison(settings: RagEvalSettings, evaluation_run: pd.DataFrame):
+def run_comparison(context: dg.AssetExecutionContext, settings: RagEvalSettings, evaluation_run: pd.DataFrame):
     """This run against the baseline (report.baseline_run_id, else the previous run): deltas with paired p-values,
     configuration changes, top regressions and improvements."""
     s = settings.load()
     current = evaluation_run.iloc[0]
     baseline = s.runs_dir / s.report.baseline_run_id if s.report.baseline_run_id else current["previous_run_dir"]
     if not baseline:
-        yield dg.Output(pd.DataFrame(), metadata={"comparison": dg.MetadataValue.md("_no baseline run yet_")})
+        yield dg.Output(pd.DataFrame(), metadata={"comparison": dg.MetadataValue.md("_no baseline run yet_"),
+                                                  **version_metadata(upstream_versions(context, "evaluation_run"))})
         for name in ("invariants_match", "quality_gate"):
             yield dg.AssetCheckResult(check_name=name, passed=True, description="no baseline run yet")
         return
@@ -178,6 +181,7 @@ def run_comparison(settings: RagEvalSettings, evaluation_run: pd.DataFrame):
             "regressions": len(comparison.regressions),
             "improvements": len(comparison.improvements),
             "comparison": dg.MetadataValue.md(markdown[:SUMMARY_CHARS]),
+            **version_metadata(upstream_versions(context, "evaluation_run")),
         },
     )
     yield dg.AssetCheckResult(
