@@ -44,8 +44,9 @@ def test_llm_answers_judgments_and_generated_queries(tmp_path, server_url, monke
     with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
         steps = list(run_pipeline(build_defs(config), load_settings(config), instance))
         assert [s.job for s in steps if not s.result.success] == []
-        events = instance.get_event_records(dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_MATERIALIZATION))
-        metadata_text = json.dumps([str(e.asset_materialization.metadata) for e in events])
+        metadata_text = json.dumps(
+            [str(e.materialization.metadata) for s in steps for e in s.result.get_asset_materialization_events()]
+        )
         logs = json.dumps([str(entry) for s in steps for entry in instance.all_logs(s.result.run_id)])
 
     store = tmp_path / "store"
