@@ -10,7 +10,7 @@ compared before any speed is reported: a speed for a different computation would
 3. Metric time: retrieval_metrics vs pytrec_eval (trec_eval) on one run of every query at depth 100.
 4. `rag-eval evaluate` cold, then warm (unchanged inputs, same --out: the embedding cache answers every text).
 Then nDCG@10 of bm25, dense and hybrid on ../shared/data/{cranfield,xquad_ru} when present, with the CLI's default
-chunking and with one chunk per document (how BEIR/MTEB embed documents).
+chunking for BEIR folders (one chunk per document, as BEIR and MTEB embed documents) and with 800-character chunks.
 
     .venv/bin/python benchmarks/retrieval.py [--corpus DIR] [--queries N] [--out FILE.json]
 
@@ -67,7 +67,9 @@ METRIC_KS = (1, 3, 5, 10, 20, 100)
 # Our metric -> trec_eval measure; recip_rank has no cut-off, so it equals mrr at the run's full depth.
 TREC_MEASURES = {"precision@k": "P", "recall@k": "recall", "ndcg@k": "ndcg_cut", "map@k": "map_cut", "hit@k": "success"}
 MIN_AGREEMENT = 0.99
-# Larger than any document of the collections: one chunk per document, as BEIR and MTEB embed them.
+# The chunking compared with the CLI's default for BEIR folders (one chunk per document).
+CHUNKED = (800, 100)
+# A chunk size from which on every document of these collections is one chunk.
 WHOLE_DOCUMENT_CHARS = 1_000_000
 # Published MTEB nDCG@10 on XQuAD-ru (XQuADRetrieval), for the rows using the same model.
 PUBLISHED = {("xquad_ru", "all-MiniLM-L6-v2"): 0.2161}
@@ -103,15 +105,16 @@ def capped_evalset(evalset: Path, n: int | None, where: Path) -> Path:
     return where
 
 
+def seconds(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
 def paired_medians(ours: Callable[[], Any], reference: Callable[[], Any], repeats: int) -> tuple[float, float]:
     """Median seconds of `ours` and of `reference`, run alternately so that load changes hit both alike."""
-    ours_times, reference_times = [], []
-    for _ in range(repeats):
-        for fn, times in ((ours, ours_times), (reference, reference_times)):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-    return statistics.median(ours_times), statistics.median(reference_times)
+    pairs = [(seconds(ours), seconds(reference)) for _ in range(repeats)]
+    return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
 
 
 def say(message: str) -> None:
@@ -157,9 +160,7 @@ def bench_bm25(tokenized_chunks: list[list[str]], tokenized_queries: list[list[s
     assert agreement >= MIN_AGREEMENT, f"bm25 top-{TOP} agree on only {agreement:.1%} of queries"
 
     ours_s, reference_s = paired_medians(ours_per_query, reference_per_query, repeats)
-    start = time.perf_counter()
-    ours.search(tokenized_queries, TOP)
-    batched_s = time.perf_counter() - start
+    batched_s = statistics.median(seconds(lambda: ours.search(tokenized_queries, TOP)) for _ in range(repeats))
     return {
         "queries": n,
         "ours_qps": n / ours_s,
@@ -277,26 +278,33 @@ def doc_level_run(index: BM25Index, tokenized_queries: list[list[str]], query_id
 class CliRun:
     seconds: float
     ndcg10: dict[str, float]
+    chunking: str  # as the run reports it: "whole-doc" or "<chunk chars>/<overlap chars>"
 
 
-def rag_eval(collection: Collection, out: Path, chunk_size: int | None = None,
+def rag_eval(collection: Collection, out: Path, chunking: tuple[int, int] | None = None,
              dense_model: str = DEFAULT_MODEL) -> CliRun:
+    """One `rag-eval evaluate` at doc level; `chunking` (chunk chars, overlap chars), else the CLI's default."""
     command = [str(Path(sys.executable).parent / "rag-eval"), "evaluate", "--corpus", str(collection.corpus),
                "--evalset", str(collection.evalset), "--out", str(out), "--level", "doc",
                "--language", collection.language, "--dense-model", dense_model]
-    if chunk_size is not None:
-        command += ["--chunk-size", str(chunk_size)]
+    if chunking is not None:
+        command += ["--chunk-size", str(chunking[0]), "--overlap", str(chunking[1])]
     # RAG_EVAL_CONFIG: importing rag_eval_assets.definitions loads the default config, which must exist; the one
     # `evaluate` writes into --out is there by then. cwd outside the repository so nothing lands in it.
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TQDM_DISABLE": "1",
            "RAG_EVAL_CONFIG": str(out / "rag_eval.yaml")}
     start = time.perf_counter()
     done = subprocess.run(command, cwd=out.parent, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+    elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} exited {done.returncode}:\n{done.stdout[-2000:]}{done.stderr[-4000:]}")
-    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))["metrics"]
-    return CliRun(seconds, {retriever: values["ndcg@10"] for retriever, values in metrics.items()})
+    summary = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    size, overlap = summary["chunk_size_chars"], summary["overlap_chars"]
+    return CliRun(
+        elapsed,
+        {retriever: values["ndcg@10"] for retriever, values in summary["metrics"].items()},
+        "whole-doc" if size >= WHOLE_DOCUMENT_CHARS else f"{size}/{overlap}",
+    )
 
 
 def bench_warm_rerun(collection: Collection, work: Path, warm_repeats: int) -> tuple[dict, CliRun]:
@@ -307,23 +315,24 @@ def bench_warm_rerun(collection: Collection, work: Path, warm_repeats: int) -> t
 
 
 def ndcg_rows(
-    collections: list[Collection], work: Path, known: dict[tuple[Collection, str, str], CliRun]
+    collections: list[Collection], work: Path, known: dict[tuple[Collection, tuple[int, int] | None, str], CliRun]
 ) -> list[dict]:
     rows = []
     for collection in collections:
-        configs = [("default", None, DEFAULT_MODEL), ("whole-doc", WHOLE_DOCUMENT_CHARS, DEFAULT_MODEL)]
+        configs: list[tuple[tuple[int, int] | None, str]] = [(None, DEFAULT_MODEL), (CHUNKED, DEFAULT_MODEL)]
         if collection.language == "ru":
-            # all-MiniLM-L6-v2 is English-only; this is the multilingual model that runs offline. Whole documents,
-            # as MTEB embeds them, so it compares with MTEB's multilingual figures.
-            configs.append(("whole-doc", WHOLE_DOCUMENT_CHARS, "use-multilingual-v3"))
-        for chunking, size, model in configs:
+            # all-MiniLM-L6-v2 is English-only; this is the multilingual model that runs offline.
+            configs.append((None, "use-multilingual-v3"))
+        for chunking, model in configs:
             key = (collection, chunking, model)
             if key not in known:
-                say(f"  rag-eval evaluate {collection.name} chunking={chunking} dense={model}")
-                known[key] = rag_eval(collection, work / f"cli-{collection.name}-{chunking}-{model}", size, model)
-            rows.append({"collection": collection.name, "chunking": chunking, "dense_model": model,
-                         **known[key].ndcg10, "published_dense": PUBLISHED.get((collection.name, model)),
-                         "seconds": known[key].seconds})
+                label = "default" if chunking is None else "-".join(map(str, chunking))
+                say(f"  rag-eval evaluate {collection.name} chunking={label} dense={model}")
+                known[key] = rag_eval(collection, work / f"cli-{collection.name}-{label}-{model}", chunking, model)
+            run = known[key]
+            rows.append({"collection": collection.name, "chunking": run.chunking, "dense_model": model,
+                         **run.ndcg10, "published_dense": PUBLISHED.get((collection.name, model)),
+                         "seconds": run.seconds})
     return rows
 
 
@@ -353,8 +362,9 @@ def report(name: str, n_chunks: int, repeats: int, bm25: dict, encode: dict, met
         "  cold: one run on an empty --out; warm: same --out, unchanged inputs (median of the warm runs)",
     ]
     if ndcg:
-        lines += ["", "nDCG@10 (rag-eval evaluate, doc level; whole-doc = one chunk per document, comparable to "
-                  "BEIR/MTEB)", f"{'collection':<11} {'chunking':<10} {'dense model':<20} {'bm25':>7} {'dense':>7} "
+        lines += ["", "nDCG@10 (rag-eval evaluate, doc level; whole-doc = one chunk per document, as BEIR/MTEB embed "
+                  "documents; 800/100 = 800-character chunks, overlap 100)",
+                  f"{'collection':<11} {'chunking':<10} {'dense model':<20} {'bm25':>7} {'dense':>7} "
                   f"{'hybrid':>7} {'published dense':>16} {'run s':>7}"]
         for row in ndcg:
             published = "-" if row["published_dense"] is None else f"{row['published_dense']:.4f}"
@@ -420,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
 
         ndcg: list[dict] = []
         if not args.no_ndcg:
-            known = {(main_collection, "default", DEFAULT_MODEL): cold}
+            known = {(main_collection, None, DEFAULT_MODEL): cold}
             # Equal to main_collection when --corpus is that folder: its cold run is reused.
             shared = [
                 collection(folder, SHARED_DATA / folder, SHARED_DATA / folder)
