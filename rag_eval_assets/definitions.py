@@ -40,4 +40,8 @@ def _llm_resource(settings: Settings) -> LLMResource:
     return LLMResource()
 
 
-defs = build_defs(default_config_path())
+@dg.definitions
+def defs() -> dg.Definitions:
+    # Built when a Dagster tool loads the code location, not on import: `rag-eval evaluate` and friends import
+    # build_defs from here and must work from a directory that has no rag_eval.yaml.
+    return build_defs(default_config_path())

@@ -105,3 +105,13 @@ def test_missing_model_names_the_config_key(tmp_path, capsys):
     assert code == 1
     err = capsys.readouterr().err
     assert "retrieval.dense.model" in err and "org/not-installed-model" in err and "not available offline" in err
+
+
+def test_evaluate_runs_from_a_directory_without_a_configuration(tmp_path, monkeypatch):
+    beir = _beir(tmp_path / "beir")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.delenv("RAG_EVAL_CONFIG", raising=False)
+    assert _evaluate(tmp_path, beir, beir, "--retrievers", "bm25", "--k", "5") == 0
+    assert (tmp_path / "out" / "metrics.json").is_file()
