@@ -4,7 +4,6 @@ Chromium (Debian's `chromium` package; skipped when it is absent, except in CI).
 from __future__ import annotations
 
 import base64
-import os
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
@@ -17,8 +16,8 @@ from rag_eval_assets.reports.html import CHARTS, CHARTS_DIR, build_report
 from rag_eval_assets.runs.store import Run, read_run
 from rag_eval_assets_tests.test_reports_charts import HEIGHT, WIDTH, png_size
 from rag_eval_assets_tests.test_runs_store import write_sample_run
+from rag_eval_assets_tests.real_components import CHROMIUM, CHROMIUM_ARGS, unavailable
 
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 URL_ATTRIBUTES = ("src", "href", "srcset", "action", "poster", "data", "formaction")
 
@@ -105,10 +104,7 @@ def test_report_shows_configuration_and_summary(report: tuple[Run, Path]) -> Non
 
 def test_headless_chromium_renders_the_report(report: tuple[Run, Path], tmp_path: Path) -> None:
     if not CHROMIUM.exists():
-        reason = f"{CHROMIUM} is missing: apt-get install -y chromium"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
+        unavailable(f"{CHROMIUM} is missing: apt-get install -y chromium")
     _, path = report
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "report_screenshot.png"
@@ -116,13 +112,7 @@ def test_headless_chromium_renders_the_report(report: tuple[Run, Path], tmp_path
     command = [
         str(CHROMIUM),
         "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
+        *CHROMIUM_ARGS,
         f"--user-data-dir={tmp_path / 'profile'}",
         f"--screenshot={shot}",
         "--window-size=1280,2000",

@@ -7,7 +7,6 @@ the graph and of the materialized asset land in test-artifacts/ui/.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Iterator
@@ -18,18 +17,9 @@ import pytest
 
 from rag_eval_assets.evalset.freeze import eval_set_version, evalset_sha256
 from rag_eval_assets.evalset.load import load_evalset
+from rag_eval_assets_tests.real_components import CHROMIUM, CHROMIUM_ARGS, unavailable
 from rag_eval_assets_tests.dagster_server import BIN, REPO, dagster_env, graphql, running_server, wait_for_asset_keys
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ARTIFACTS = REPO / "test-artifacts" / "ui"
 EVALSET_NAME = "sample_eval_set"
 EVALSET_FILE = REPO / "data" / "sample" / "evalsets" / "eval_set.jsonl"
@@ -79,9 +69,7 @@ def browser() -> Iterator:
     if reason is None and not CHROMIUM.is_file():
         reason = f"no browser at {CHROMIUM} (`make test` installs Debian's chromium when run as root)"
     if reason is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true needs a browser: {reason}")
-        pytest.skip(reason)
+        unavailable(reason)
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
