@@ -219,28 +219,85 @@ def _score(args: argparse.Namespace) -> int:
     wide = per_question.pivot_table(index="query_id", columns="metric", values="value", dropna=False).reset_index()
     wide.to_csv(out / "per_question.csv", index=False)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"weighted_score: {summary['weighted_score']:.4f} over {summary['n']} of {summary['n_questions']} questions")
+    if summary["weighted_score"] is None:
+        print(f"weighted_score: not applicable (no question has seed 000 rules); {summary['n']} of "
+              f"{summary['n_questions']} questions answered")
+    else:
+        print(f"weighted_score: {summary['weighted_score']:.4f} over the questions with seed 000 rules; "
+              f"{summary['n']} of {summary['n_questions']} questions answered")
     print(f"per-question scores: {out / 'per_question.parquet'} (and .csv)\nsummary: {out / 'summary.json'}")
     return 0
 
 
-def _compare(args: argparse.Namespace) -> int:
-    from rag_eval_assets.runs.compare import compare_runs, format_comparison
-    from rag_eval_assets.runs.store import read_run
+MISSING_RUN = 3  # exit code of compare for a run directory that is missing or unreadable
 
-    comparison = compare_runs(
-        read_run(args.base),
-        read_run(args.cand),
-        min_delta=args.min_delta,
-        max_regressions=args.max_regressions,
-        ignore_invariants=args.ignore_invariants,
-        significant_only=args.significant_only,
-        primary_metric=args.primary_metric,
-        retrievers=args.retriever or None,
-        ks=args.k or None,
-    )
+
+def _configured(args: argparse.Namespace):
+    """The settings of --config, or of the default configuration file when there is one; else None."""
+    from rag_eval_assets.settings import default_config_path, load_settings
+
+    path = Path(args.config) if args.config else default_config_path()
+    return load_settings(path) if args.config or path.is_file() else None
+
+
+def _gate(args: argparse.Namespace, defaults):
+    """report.gate of the configuration (or the defaults), with every flag given on the command line on top."""
+    import dataclasses
+
+    flags = {name: getattr(args, name) for name in ("metric", "retrieval_metric", "min_delta", "max_regressions",
+                                                   "alpha", "correction", "significant_only", "max_error_rate")}
+    return dataclasses.replace(defaults, **{k: v for k, v in flags.items() if v is not None})
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from rag_eval_assets.runs.compare import compare_runs, comparison_markdown, format_comparison
+    from rag_eval_assets.runs.gate import GateSettings
+    from rag_eval_assets.runs.store import COMPARISON_JSON, COMPARISON_MD, read_run
+
+    settings = _configured(args)
+    gate = _gate(args, settings.report.gate if settings else GateSettings())
+    problems = gate.problems()
+    if problems:
+        for key, message in problems:
+            print(f"error: --{key.replace('_', '-')}: {message}", file=sys.stderr)
+        return 2
+    runs = []
+    for role, given in (("base", args.base), ("candidate", args.cand)):
+        path = Path(given)
+        if not path.is_dir() and settings is not None and (settings.runs_dir / given).is_dir():
+            path = settings.runs_dir / given
+        try:
+            runs.append(read_run(path))
+        except InputError as exc:
+            print(f"error: the {role} run {given} cannot be read: {exc}", file=sys.stderr)
+            return MISSING_RUN
+    comparison = compare_runs(*runs, gate, ignore_invariants=args.ignore_invariants,
+                              retrievers=args.retriever or None, ks=args.k or None)
     print(format_comparison(comparison))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / COMPARISON_JSON).write_text(json.dumps(comparison.as_json(), indent=2, ensure_ascii=False) + "\n",
+                                       encoding="utf-8")
+    (out / COMPARISON_MD).write_text(comparison_markdown(comparison), encoding="utf-8")
+    print(f"comparison: {out / COMPARISON_JSON} and {out / COMPARISON_MD}")
     return comparison.exit_code
+
+
+def _history(args: argparse.Namespace) -> int:
+    from rag_eval_assets.runs.history import format_history, run_history
+
+    if args.runs_dir:
+        runs_dir = Path(args.runs_dir)
+    else:
+        settings = _configured(args)
+        if settings is None:
+            print("error: no rag_eval.yaml here; give --config or --runs-dir", file=sys.stderr)
+            return 2
+        runs_dir = settings.runs_dir
+    entries = run_history(runs_dir, args.metric, retriever=args.retriever, last=args.last)
+    print(f"runs in {runs_dir}, newest first:")
+    print(format_history(entries, args.metric), end="")
+    return 0
 
 
 def _backfill(args: argparse.Namespace) -> int:
@@ -309,18 +366,34 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--citation-pattern", help="regex for a page citation (default: стр. N)")
     sc.set_defaults(func=_score)
     cmp = sub.add_parser(
-        "compare", help="compare two runs; exit 0 gate passed, 1 gate failed, 2 incompatible runs (seed 000)"
+        "compare", help="the verdict on a candidate run against a baseline run: exit 0 better or no significant "
+        "change, 1 worse, 2 incompatible runs, 3 a run directory missing or unreadable"
     )
-    cmp.add_argument("--base", required=True, help="baseline run directory (data/runs/<run_id>)")
-    cmp.add_argument("--cand", required=True, help="candidate run directory")
-    cmp.add_argument("--min-delta", type=float, default=0.0, help="fail when the score delta is below this")
-    cmp.add_argument("--max-regressions", type=int, help="fail when more questions regress than this")
+    cmp.add_argument("--base", required=True, help="baseline run: a run directory, or a run id of the configured store")
+    cmp.add_argument("--cand", required=True, help="candidate run: a run directory or run id")
+    cmp.add_argument("--out", default=".", help="where comparison.json and comparison.md go (default: here)")
     cmp.add_argument("--ignore-invariants", action="store_true", help="compare runs with different evalsets/judges")
-    cmp.add_argument("--significant-only", action="store_true", help="count only significant regressions (p<0.05)")
-    cmp.add_argument("--primary-metric", default="hit@k", help="per-question metric defining success (hit@k)")
     cmp.add_argument("--retriever", action="append", help="limit the gate to this retriever (repeatable)")
     cmp.add_argument("--k", action="append", type=int, help="limit the gate to this k (repeatable)")
+    gate = cmp.add_argument_group("gate", "default: report.gate of the configuration file, else the defaults shown")
+    gate.add_argument("--metric", help="gate metric per cell: auto (default), or e.g. ndcg@k, hit@k, weighted_score")
+    gate.add_argument("--retrieval-metric", help="what auto falls back to without an answer metric (ndcg@k)")
+    gate.add_argument("--min-delta", type=float, help="a cell fails when its delta is below this (0.0)")
+    gate.add_argument("--max-regressions", type=int, help="a cell fails with more success->failure flips (off)")
+    gate.add_argument("--alpha", type=float, help="significance level of the paired tests (0.05)")
+    gate.add_argument("--correction", choices=("holm", "bonferroni", "none"),
+                      help="multiple-testing correction across the judged cells (holm)")
+    gate.add_argument("--significant-only", action=argparse.BooleanOptionalAction, default=None,
+                      help="failures count only where the cell's change is significant (default: on)")
+    gate.add_argument("--max-error-rate", type=float,
+                      help="do not compare a metric whose calls failed more often than this in either run (0.05)")
     cmp.set_defaults(func=_compare)
+    hist = sub.add_parser("history", help="the runs in the store with their evalset, headline metric and verdict")
+    hist.add_argument("--metric", default="ndcg@10", help="metric@k to show per retriever (ndcg@10)")
+    hist.add_argument("--retriever", help="only this retriever's values")
+    hist.add_argument("--last", type=int, help="only the newest N runs")
+    hist.add_argument("--runs-dir", help="the run store (default: runs_dir of the configuration)")
+    hist.set_defaults(func=_history)
     bm = sub.add_parser("benchmark", help="several datasets (corpus + evalset each), one aggregated weighted score")
     bm.add_argument("--config-file", required=True, help="YAML/JSON: name, datasets [{name, corpus, evalset, weight}]")
     bm.add_argument("--out", required=True, help="output directory (one sub-directory per dataset)")

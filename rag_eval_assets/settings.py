@@ -15,6 +15,7 @@ import yaml
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.llm.settings import SCHEMA_MODES, LLMSettings
 from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN
+from rag_eval_assets.runs.gate import CORRECTIONS, GateSettings
 
 CONFIG_ENV_VAR = "RAG_EVAL_CONFIG"
 DEFAULT_CONFIG_NAME = "rag_eval.yaml"
@@ -116,10 +117,8 @@ class QueryGenerationSettings:
 class ReportSettings:
     description: str | None = None  # shown in summary.md; generated from the change against the previous run if unset
     store_full_text: bool = False  # results.jsonl keeps texts whole instead of cutting them to 200 characters
-    baseline_run_id: str | None = None  # compare against this run; default: the previous run
-    min_delta: float = 0.0  # the gate (seed 000): fail when the score delta is below this
-    max_regressions: int | None = None  # the gate: fail when more questions flip from success to failure
-    primary_metric: str = "hit@k"  # per-question success for regressions; the gate reads weighted_score if present
+    baseline_run_id: str | None = None  # compare against this run; default: the newest run of the same evalset
+    gate: GateSettings = GateSettings()  # the gate metric per cell and the noise-aware failure rule (runs/gate.py)
 
 
 @dataclass(frozen=True)
@@ -231,9 +230,15 @@ _ANSWER_KEYS = {
         "description": (str, type(None)),
         "store_full_text": bool,
         "baseline_run_id": (str, type(None)),
-        "min_delta": _NUMBER,
-        "max_regressions": (int, type(None)),
-        "primary_metric": str,
+        "gate": {
+            "metric": str,
+            "retrieval_metric": str,
+            "min_delta": _NUMBER,
+            "max_regressions": (int, type(None)),
+            "alpha": _NUMBER,
+            "correction": str,
+            "significant_only": bool,
+        },
     },
 }
 _CHOICES = {
@@ -242,6 +247,7 @@ _CHOICES = {
     "retrieval.level": ("chunk", "doc"),
     "retrieval.hybrid.method": ("rrf", "convex"),
     "retrieval.bm25.variant": ("lucene", "okapi", "atire"),
+    "report.gate.correction": CORRECTIONS,
 }
 _REQUIRED = {"corpus": ("id", "path"), "evalset": ("name", "path")}
 
@@ -327,6 +333,11 @@ def load_settings(path: str | Path | None = None) -> Settings:
             if not answer_ks or any(not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= depth
                                     for k in answer_ks):
                 bad("answering.k_values", f"must be a non-empty list of integers from 1 to max(k_values) = {depth}")
+    gate = _gate_settings(data.get("report"))
+    # Ranges are checked only on values of the right type.
+    if gate is not None and not any((p.field or "").startswith("report.gate") for p in problems):
+        for key, message in gate.problems():
+            bad(f"report.gate.{key}", message)
     chunking = data.get("chunking") or {}
     if isinstance(chunking, dict):
         size = chunking.get("chunk_size_chars", ChunkingSettings.chunk_size_chars)
@@ -370,9 +381,20 @@ def load_settings(path: str | Path | None = None) -> Settings:
         ),
         judge=JudgeSettings(**data.get("judge", {})),
         query_generation=QueryGenerationSettings(**data.get("query_generation", {})),
-        report=ReportSettings(**data.get("report", {})),
+        report=ReportSettings(**{**data.get("report", {}), "gate": gate or GateSettings()}),
         runs_dir=resolve(data["runs_dir"]) if "runs_dir" in data else _default_runs_dir(storage_dir, base),
     )
+
+
+def _gate_settings(report: object) -> GateSettings | None:
+    """report.gate as GateSettings; None when absent or when its keys already failed the type checks."""
+    gate = report.get("gate") if isinstance(report, dict) else None
+    if not isinstance(gate, dict):
+        return None
+    try:
+        return GateSettings(**gate)
+    except TypeError:
+        return None
 
 
 def _default_runs_dir(storage_dir: str, config_dir: Path) -> Path:

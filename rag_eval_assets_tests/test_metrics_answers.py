@@ -12,7 +12,7 @@ import pytest
 
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.evalset.schema import Question
-from rag_eval_assets.metrics.answers import answers_from_frame, load_answers, score_answers
+from rag_eval_assets.metrics.answers import RULE_METRICS, answers_from_frame, load_answers, score_answers
 
 ANSWER_EXAMPLE = {
     "target_audience": "新進維運工程師",
@@ -118,8 +118,8 @@ def test_score_answers_applies_each_metric_where_its_inputs_exist() -> None:
     assert value[("q001", "question_score")] == pytest.approx(0.8)
     assert value[("q001", "citation_ok")] == 0.0
     assert value[("q001", "citation_penalty")] == pytest.approx(0.2)
-    # every question gets the rule metrics; without must_* fields include_rate is 1
-    assert value[("q003", "include_rate")] == 1.0 and value[("q003", "question_score")] == 1.0
+    # Seed 000's rule metrics apply only to a question with a rule: q002-q004 have none, so none of it, never 1.0.
+    assert all((q, m) not in value for q in ("q002", "q003", "q004") for m in RULE_METRICS)
     assert value[("q002", "json_v2_score")] == pytest.approx(100.0)
     assert value[("q002", "json_v2_schema_ok")] == 1.0
     assert value[("q002", "json_v2_grounding")] == 1.0
@@ -136,11 +136,11 @@ def test_score_answers_applies_each_metric_where_its_inputs_exist() -> None:
 
     assert summary["n"] == 4 and summary["n_questions"] == 5
     assert summary["missing_answers"] == ["q005"]
-    # (0.8 * 3 + 1 + 1 + 1) / 6
-    assert summary["weighted_score"] == pytest.approx(5.4 / 6)
+    # Over the questions with rules only: q001 alone.
+    assert summary["weighted_score"] == pytest.approx(0.8)
     assert summary["json_v2_gate"] == {"passed": True, "eval_score_avg": 100.0, "schema_pass_rate": 1.0, "n": 1}
     assert summary["abstention"] == {"n": 1, "accuracy": 1.0, "n_inferred": 1}
-    assert summary["means"]["question_score"] == pytest.approx((0.8 + 1 + 1 + 1) / 4)
+    assert summary["means"]["question_score"] == pytest.approx(0.8)
     assert summary["means"]["token_f1"] == pytest.approx(2 / 3)
 
 
@@ -194,3 +194,20 @@ def test_answers_from_the_pipeline_table() -> None:
     _, summary = score_answers(QUESTIONS, answers_from_frame(table))
     assert summary["missing_answers"] == ["q001", "q003", "q005"]
     assert summary["abstention"] == {"n": 1, "accuracy": 1.0, "n_inferred": 1}
+
+
+def test_a_seed_002_evalset_without_rules_never_gets_a_weighted_score_of_one() -> None:
+    questions = [Question(id=f"s{i}", question=f"Question {i}?", format="seed002") for i in range(3)]
+    per_question, summary = score_answers(questions, [{"id": q.id, "answer": "Some answer."} for q in questions])
+    assert not set(per_question["metric"]) & set(RULE_METRICS)
+    assert summary["weighted_score"] is None and "question_score" not in summary["means"]
+
+
+def test_the_default_citation_pattern_knows_four_languages() -> None:
+    cited = Question(id="c", question="Where?", format="seed000", require_citation=True)
+    for answer in ("См. стр. 12.", "See p. 4.", "See page 7", "Page 12 says so.", "见第12页。", "見第 3 页"):
+        assert score_answers([cited], [{"id": "c", "answer": answer}])[0].set_index("metric")["value"][
+            "citation_ok"] == 1.0, answer
+    for answer in ("No citation here.", "top. 5", "pages", "第页"):
+        assert score_answers([cited], [{"id": "c", "answer": answer}])[0].set_index("metric")["value"][
+            "citation_ok"] == 0.0, answer

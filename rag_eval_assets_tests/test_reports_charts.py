@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from rag_eval_assets.reports.charts import (
-    plot_by_question_type,
+    plot_by_slice,
     plot_context_boxplots,
     plot_hit_bars,
     plot_hit_vs_k,
@@ -47,7 +47,7 @@ def test_every_chart_is_900_by_500_pixels(run: Run, tmp_path: Path) -> None:
         plot_hit_bars(aggregate, tmp_path / "bars.png", k=3),
         plot_hit_vs_k(aggregate, tmp_path / "lines.png"),
         plot_context_boxplots(per_query, tmp_path / "box.png"),
-        plot_by_question_type(aggregate, tmp_path / "types.png", k=3),
+        plot_by_slice(aggregate, tmp_path / "types.png", k=3),
         plot_stage_costs(run.stage_frame(), tmp_path / "stages.png"),
     ]
     for path in charts:
@@ -69,7 +69,7 @@ def test_missing_data_gives_a_not_computed_chart_of_the_same_size(run: Run, tmp_
     aggregate = run.aggregate_frame()
     untyped = aggregate[~aggregate["slice"].str.startswith("type=")]
     for path in (
-        plot_by_question_type(untyped, tmp_path / "types.png", k=3),
+        plot_by_slice(untyped, tmp_path / "types.png", k=3),
         plot_hit_bars(aggregate, tmp_path / "bars.png", k=99),
         plot_hit_vs_k(aggregate, tmp_path / "lines.png", metric="ndcg@k_missing"),
         plot_stage_costs(pd.DataFrame(columns=["stage", "latency_s", "cost_usd"], dtype=float), tmp_path / "s.png"),

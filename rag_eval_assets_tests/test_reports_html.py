@@ -13,7 +13,8 @@ import pytest
 from PIL import Image
 
 from rag_eval_assets.reports.html import CHARTS, CHARTS_DIR, build_report
-from rag_eval_assets.runs.store import Run, read_run
+from rag_eval_assets.runs.gate import GateSettings
+from rag_eval_assets.runs.store import Run, read_run, write_run
 from rag_eval_assets_tests.test_reports_charts import HEIGHT, WIDTH, png_size
 from rag_eval_assets_tests.test_runs_store import write_sample_run
 from rag_eval_assets_tests.real_components import CHROMIUM, CHROMIUM_ARGS, unavailable
@@ -50,6 +51,20 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, Path]:
     return run, build_report(run)
 
 
+@pytest.fixture(scope="module")
+def worse_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, Path]:
+    """The sample run written against a baseline whose bm25 found everything it could. Eight labelled questions
+    cannot survive a correction over six cells (p >= 2/2^8 each), so this gate corrects nothing."""
+    runs = tmp_path_factory.mktemp("runs")
+    sample = read_run(write_sample_run(runs / "sample"))
+    perfect = [{**r, "metrics": {m: (1.0 if v is not None else None) for m, v in r["metrics"].items()}}
+               if r["retriever"] == "bm25" else r for r in sample.results]
+    base = write_run(runs, results=perfect, metrics=sample.metrics, config=sample.config, run_id="perfect")
+    run = read_run(write_run(runs, results=sample.results, metrics=sample.metrics, config=sample.config,
+                             previous=base, run_id="worse", gate=GateSettings(correction="none")))
+    return run, build_report(run)
+
+
 def parse(path: Path) -> Page:
     page = Page()
     page.feed(path.read_text(encoding="utf-8"))
@@ -62,7 +77,8 @@ def test_report_embeds_every_chart_as_a_png_data_uri(report: tuple[Run, Path], t
     assert path == run.path / "report.html"
     page = parse(path)
     images = {attrs["data-chart"]: attrs for tag, attrs in page.tags if tag == "img"}
-    assert set(images) == set(CHARTS)
+    # The sample questions have a type but no category, difficulty or tag: those charts are left out.
+    assert set(images) == set(CHARTS) - {"by_category", "by_difficulty", "by_tag"}
     for name, attrs in images.items():
         prefix = "data:image/png;base64,"
         assert attrs["src"].startswith(prefix)
@@ -100,6 +116,31 @@ def test_report_shows_configuration_and_summary(report: tuple[Run, Path]) -> Non
     assert f"bm25 5 {values}" in text
     assert "correctness : no judge endpoint configured" in text  # <b>metric</b>: reason
     assert "type=negative" in text and "By question type (k = 3)" in text
+    assert "By category" not in text  # the sample questions have no category
+
+
+def test_the_report_opens_with_the_verdict_then_the_ranking(worse_report: tuple[Run, Path], report) -> None:
+    run, path = worse_report
+    html = path.read_text(encoding="utf-8")
+    assert html.index('id="verdict"') < html.index('id="ranking"') < html.index("Summary (all questions)")
+    text = " ".join(" ".join(parse(path).text).split())
+    assert f"WORSE against run {run.comparison['base_run_id']} (exit 1)" in text
+    deciding = run.comparison["deciding_cells"]
+    assert deciding and all(cell.startswith("bm25@") for cell in deciding)
+    assert f"Cells that decided it: {', '.join(deciding)}" in text
+    # Every gate cell is a row, with its delta and interval.
+    cells = run.comparison["cells"]
+    assert html.count('<tr class="result-') == len(cells)
+    worst = next(c for c in cells if c["result"] == "worse")
+    assert f"{worst['delta']:+.4f}" in text and f"[{worst['ci_low']:+.4f}, {worst['ci_high']:+.4f}]" in text
+    assert "Top regressions" in text and run.comparison["top_regressions"][0]["question"] in text
+    # The ranking: 8 labelled questions cannot tell bm25 from dense at k = 1 (one question apart).
+    assert "Which retriever is best" in text
+    assert "k=1: bm25 leads, not significantly, ndcg@k 0.125 vs dense 0.000, +0.125 [+0.000, +0.375], p = 1.000" in text
+    # The summary is two tables, retrieval and answers; the trend chart is there.
+    assert 'id="summary-retrieval"' in html and 'id="summary-answers"' in html and 'data-chart="trend"' in html
+    first_text = " ".join(" ".join(parse(report[1]).text).split())
+    assert "No baseline run yet" in first_text
 
 
 def test_headless_chromium_renders_the_report(report: tuple[Run, Path], tmp_path: Path) -> None:
@@ -115,15 +156,33 @@ def test_headless_chromium_renders_the_report(report: tuple[Run, Path], tmp_path
         *CHROMIUM_ARGS,
         f"--user-data-dir={tmp_path / 'profile'}",
         f"--screenshot={shot}",
-        "--window-size=1280,2000",
+        "--window-size=1280,4000",
         path.resolve().as_uri(),
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
-    assert shot.stat().st_size > 10_000 and png_size(shot) == (1280, 2000)
+    assert shot.stat().st_size > 10_000 and png_size(shot) == (1280, 4000)
     pixels = np.asarray(Image.open(shot).convert("RGB")).astype(int)
     not_white = np.any(pixels < 235, axis=2)
     # Chart colours (matplotlib's blue and orange bars), which only the embedded PNGs can have put there.
     coloured = (pixels.max(axis=2) - pixels.min(axis=2)) > 80
-    assert not_white.mean() > 0.05, not_white.mean()
+    # The verdict and ranking text come first now; the charts still fill much of the 4000 pixels.
+    assert not_white.mean() > 0.03, not_white.mean()
     assert coloured.mean() > 0.005, coloured.mean()
+
+
+def test_the_verdict_is_visible_in_chromium(worse_report: tuple[Run, Path], tmp_path: Path) -> None:
+    """The red verdict banner is on screen in the first 700 pixels of a real browser's rendering."""
+    if not CHROMIUM.exists():
+        unavailable(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    _, path = worse_report
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "report_verdict_screenshot.png"
+    shot.unlink(missing_ok=True)
+    command = [str(CHROMIUM), "--headless", *CHROMIUM_ARGS, f"--user-data-dir={tmp_path / 'profile'}",
+               f"--screenshot={shot}", "--window-size=1280,900", path.resolve().as_uri()]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
+    pixels = np.asarray(Image.open(shot).convert("RGB")).astype(int)[:700]
+    banner = np.all(np.abs(pixels - np.array([0xFB, 0xE3, 0xE3])) <= 2, axis=2)  # .verdict-worse background
+    assert banner.sum() > 20_000, banner.sum()

@@ -23,7 +23,7 @@ from rag_eval_assets.evalset.records import json_error, json_type, parse_json
 from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.generation.abstention import infer_abstention
 from rag_eval_assets.metrics.json_v2 import WEIGHTS, JsonV2Score, dev_gate, score_json_v2
-from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN, score_rules, weighted_score
+from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN, has_rules, score_rules, weighted_score
 from rag_eval_assets.metrics.text import text_metrics
 from rag_eval_assets.retrieval.encoders import Encoder
 
@@ -105,8 +105,9 @@ def score_answers(
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """(per_question, summary). per_question is long (query_id, metric, value), for every answered question:
 
-    - seed 000 rule metrics (RULE_METRICS; citation_ok as 0/1) for every question: one without must_* fields has
-      include_rate 1;
+    - seed 000 rule metrics (RULE_METRICS; citation_ok as 0/1) for the questions with at least one rule
+      (must_include, must_include_any, must_not_include, require_citation); for the others they are not applicable
+      and have no row;
     - seed 003 json_v2_score (0-100), json_v2_schema_ok and the seven json_v2_<part> (NaN when the schema fails)
       when the question has an answer_example; grounding uses the answer's contexts (none given: grounding 0);
     - seed 004 token_f1, exact_match, rouge_l (and semantic_similarity with an encoder) when it has a
@@ -117,7 +118,7 @@ def score_answers(
       (empty, or a refusal phrase); such flags are counted as inferred.
 
     summary: n (answered questions), n_questions, missing_answers (ids), weighted_score (seed 000, over the answered
-    questions), means (metric -> mean over defined values), json_v2_gate (seed 003) and abstention when applicable.
+    questions with rules; None when no question has rules), means (metric -> mean over defined values), json_v2_gate (seed 003) and abstention when applicable.
     """
     known = {q.id for q in questions}
     problems = [
@@ -135,13 +136,16 @@ def score_answers(
     scored = [q for q in questions if q.id in answered]
     records: list[tuple[str, str, float]] = []
     rule_scores: list[float] = []
+    rule_weights: list[float] = []
     json_scores: list[JsonV2Score] = []
     abstentions: list[tuple[bool, bool]] = []  # (correct, inferred)
     for q in scored:
         a = answered[q.id]
-        rules = score_rules(q, a["answer"], citation_pattern)
-        rule_scores.append(rules.question_score)
-        records += [(q.id, name, float(getattr(rules, name))) for name in RULE_METRICS]
+        if has_rules(q):
+            rules = score_rules(q, a["answer"], citation_pattern)
+            rule_scores.append(rules.question_score)
+            rule_weights.append(q.weight)
+            records += [(q.id, name, float(getattr(rules, name))) for name in RULE_METRICS]
         if q.answer_example is not None:
             js = score_json_v2(q.answer_example, a["answer"], a.get("contexts") or [])
             json_scores.append(js)
@@ -168,7 +172,7 @@ def score_answers(
         "n": len(scored),
         "n_questions": len(questions),
         "missing_answers": [q.id for q in questions if q.id not in answered],
-        "weighted_score": weighted_score(rule_scores, [q.weight for q in scored]),
+        "weighted_score": weighted_score(rule_scores, rule_weights) if rule_scores else None,
         "means": _means(per_question),
     }
     if json_scores:

@@ -17,7 +17,8 @@ from rag_eval_assets.errors import InputError, InputProblem
 
 LEVELS = ("chunk", "doc")
 CHUNK_PRECISE_SOURCES = ("gold_supports", "gold_chunk_ids", "source_map")
-GOLD_SOURCES = CHUNK_PRECISE_SOURCES + ("gold_doc_ids", "qrels")
+DOC_SOURCES = ("gold_doc_ids", "qrels")
+GOLD_SOURCES = CHUNK_PRECISE_SOURCES + DOC_SOURCES
 METRICS = (
     "hit@k",
     "doc_hit@k",
@@ -111,9 +112,14 @@ def retrieval_metrics(
             .notna()
             .to_numpy()
         )
-    # A negative question should retrieve nothing anyone labelled relevant; such a hit is its false positive.
-    labelled_items = judged["item"].unique()
-    false_pos = negative[qids.get_indexer(ranked["query_id"])] & ranked["item"].isin(labelled_items).to_numpy()
+    # A negative question should retrieve nothing anyone labelled relevant; such a hit is its false positive. At
+    # chunk level a chunk of a document labelled relevant as a whole (seed 001 gold_doc_ids, qrels) counts too:
+    # with doc-only labels no chunk id is labelled at all.
+    labelled_hit = ranked["item"].isin(judged["item"].unique())
+    if level == "chunk":
+        labelled_docs = gold.loc[gold["source"].isin(DOC_SOURCES), "doc_id"].unique()
+        labelled_hit |= ranked["doc_id"].isin(labelled_docs)
+    false_pos = negative[qids.get_indexer(ranked["query_id"])] & labelled_hit.to_numpy()
     rel_so_far = pd.Series(rel.astype(np.int64)).groupby(g).cumsum().to_numpy()
 
     first_rel = _first_position(g, pos, rel, n_groups)

@@ -15,9 +15,9 @@ from typing import Any
 from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.metrics.normalise import fold
 
-# "стр. 12", "(стр. 12)", "(стр.12-14)": the seed's `(стр. N...)`, parentheses optional. The dot belongs to
-# the abbreviation; the lookbehind keeps "пестр. 5" from counting.
-DEFAULT_CITATION_PATTERN = r"(?<!\w)стр\.\s*\d+"
+# Seed 000's "(стр. N...)" and its English and Chinese forms: "стр. 12", "p. 12", "page 12", "第12页", parentheses
+# optional. Answers are folded to lower case before matching; the lookbehind keeps "пестр. 5" or "top. 5" out.
+DEFAULT_CITATION_PATTERN = r"(?<!\w)(?:стр\.|p\.|page)\s*\d+|第\s*\d+\s*页"
 CITATION_PENALTY = 0.2
 INCLUDE_WEIGHT = 0.7
 SAFE_WEIGHT = 0.3
@@ -35,6 +35,12 @@ class RuleScore:
     include_total: int
     missing: tuple[str, ...]  # must_include items absent, then unmatched OR-groups written "a | b"
     forbidden: tuple[str, ...]  # must_not_include items present
+
+
+def has_rules(question: Question) -> bool:
+    """Seed 000's score applies only to a question with at least one rule; for any other it is not applicable."""
+    return bool(question.must_include or question.must_include_any or question.must_not_include
+                or question.require_citation)
 
 
 def score_rules(

@@ -102,30 +102,48 @@ def plot_context_boxplots(
     return _save(fig, path)
 
 
-def plot_by_question_type(
-    aggregate: pd.DataFrame, path: str | Path, *, k: int, metrics: Sequence[str] = TYPE_METRICS
+def plot_by_slice(
+    aggregate: pd.DataFrame, path: str | Path, *, k: int, family: str = "type", metrics: Sequence[str] = TYPE_METRICS
 ) -> Path:
-    """`metrics` per question type (slices "type=...": definition / fact / negative, literal / paraphrase /
-    scenario), one bar per retriever, at one k."""
-    title = f"by question type at k = {k}"
-    rows = aggregate[aggregate["slice"].str.startswith("type=") & (aggregate["k"] == k)]
+    """`metrics` per slice of one family at one k, one bar per retriever: question type (seed 001 definition / fact
+    / negative, seed 004 literal / paraphrase / scenario), seed 002 category, difficulty or tag."""
+    title = f"by {family} at k = {k}"
+    rows = aggregate[aggregate["slice"].str.startswith(f"{family}=") & (aggregate["k"] == k)]
     present = [m for m in metrics if m in set(rows["metric"])]
     if not present:
-        return _placeholder(path, title, "the questions have no type" if rows.empty else f"no {', '.join(metrics)}")
+        return _placeholder(path, title, f"the questions have no {family}" if rows.empty else f"no {', '.join(metrics)}")
     fig, axes = _figure(ncols=len(present))
     for ax, metric in zip(np.atleast_1d(axes), present):
         table = rows[rows["metric"] == metric].pivot_table(index="slice", columns="retriever", values="value")
-        types = [s.removeprefix("type=") for s in table.index]
+        labels = [s.removeprefix(f"{family}=") for s in table.index]
         width = 0.8 / len(table.columns)
-        x = np.arange(len(types))
+        x = np.arange(len(labels))
         for i, retriever in enumerate(table.columns):
             ax.bar(x + (i - (len(table.columns) - 1) / 2) * width, table[retriever].to_numpy(dtype=float), width,
                    label=retriever)
-        ax.set_xticks(x, types)
+        ax.set_xticks(x, labels, rotation=30 if len(labels) > 4 else 0)
         ax.set_ylim(0, 1.05)
         ax.set_title(metric)
     np.atleast_1d(axes)[0].legend()
     fig.suptitle(title)
+    return _save(fig, path)
+
+
+def plot_trend(history: pd.DataFrame, path: str | Path, *, metric: str) -> Path:
+    """`metric` over the runs of one evalset, oldest to newest, one line per retriever, from rows (run_id,
+    retriever, value) in run order."""
+    title = f"{metric} over the last runs of this evalset"
+    rows = history[history["value"].notna()]
+    if rows.empty:
+        return _placeholder(path, title, "no earlier run of this evalset")
+    fig, ax = _figure()
+    runs = list(pd.unique(history["run_id"]))
+    for retriever, group in rows.groupby("retriever", sort=True):
+        ax.plot([runs.index(r) for r in group["run_id"]], group["value"], marker="o", label=retriever)
+    ax.set_xticks(range(len(runs)), runs, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(metric)
+    ax.set_title(title)
+    ax.legend()
     return _save(fig, path)
 
 

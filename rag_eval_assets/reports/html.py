@@ -16,25 +16,43 @@ import pandas as pd
 from rag_eval_assets.reports.charts import (
     DPI,
     FIGSIZE,
-    plot_by_question_type,
+    plot_by_slice,
     plot_context_boxplots,
     plot_hit_bars,
     plot_hit_vs_k,
     plot_stage_costs,
+    plot_trend,
 )
 from rag_eval_assets.reports.markdown import cell_text, metric_pivot
-from rag_eval_assets.runs.store import CHUNK_SIZE_KEY, OVERLAP_KEY, Run, config_value, generated_description
+from rag_eval_assets.runs.compare import GATE_HEADERS, gate_rows
+from rag_eval_assets.runs.gate import GateSettings, is_answer_metric
+from rag_eval_assets.runs.history import run_history
+from rag_eval_assets.runs.ranking import KRanking, rank_retrievers
+from rag_eval_assets.runs.store import (
+    CHUNK_SIZE_KEY,
+    EVAL_SET_VERSION_KEY,
+    OVERLAP_KEY,
+    Run,
+    config_value,
+    generated_description,
+)
 
 REPORT_FILE = "report.html"
 CHARTS_DIR = "charts"
-# Chart name -> caption, in report order.
+# Chart name -> caption, in report order; by_<family> charts exist only for the slices the evalset has.
 CHARTS = {
+    "trend": "the gate metric over the last runs of this evalset",
     "hit_bars": "hit@k and doc_hit@k per retriever",
     "hit_vs_k": "hit@k against k",
     "context_boxplots": "context_precision and context_recall per retriever",
-    "by_question_type": "metrics by question type",
+    "by_type": "metrics by question type",
+    "by_category": "metrics by category",
+    "by_difficulty": "metrics by difficulty",
+    "by_tag": "metrics by tag",
     "stage_costs": "latency and cost per stage",
 }
+SLICE_FAMILIES = {"type": "question type", "category": "category", "difficulty": "difficulty", "tag": "tag"}
+TREND_RUNS = 10
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1000px; color: #222; }
 h1 { font-size: 1.6rem; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2rem; margin-top: 2rem; }
@@ -47,6 +65,11 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .2rem 1rem; }
 dt { font-weight: 600; } dd { margin: 0; font-family: monospace; }
 figure { margin: 1.5rem 0; } figcaption { color: #555; font-size: .9rem; }
 img { max-width: 100%; height: auto; border: 1px solid #eee; }
+.verdict { font-size: 1.3rem; font-weight: 700; padding: .6rem 1rem; border-radius: .3rem; }
+.verdict-worse, .result-worse { background: #fbe3e3; color: #8a1010; }
+.verdict-better, .result-better { background: #e2f4e4; color: #145c1e; }
+.verdict-none, .verdict-no-significant-change { background: #eef1f6; color: #2c3e5a; }
+.verdict-incompatible, .result-undefined { background: #fff1d6; color: #7a4b00; }
 """
 
 
@@ -58,30 +81,59 @@ def report_k(ks: Sequence[int]) -> int:
     return values[(len(values) - 1) // 2]
 
 
-def render_charts(run: Run, charts_dir: str | Path, *, k: int | None = None) -> dict[str, Path]:
-    """Draw every chart of CHARTS for `run` into `charts_dir`; returns name -> PNG path."""
+def slice_families(aggregate: pd.DataFrame) -> list[str]:
+    """The slice families (type, category, difficulty, tag) the run's questions have."""
+    present = {str(s).split("=", 1)[0] for s in aggregate["slice"] if "=" in str(s)}
+    return [f for f in SLICE_FAMILIES if f in present]
+
+
+def render_charts(run: Run, charts_dir: str | Path, *, k: int | None = None,
+                  rankings: Sequence[KRanking] = ()) -> dict[str, Path]:
+    """Draw the charts of CHARTS that apply to `run` into `charts_dir`; returns name -> PNG path."""
     charts_dir = Path(charts_dir)
     aggregate = run.aggregate_frame()
     k = k if k is not None else report_k(aggregate["k"])
     reasons = {r["metric"]: r["reason"] for r in run.metrics.get("not_computed") or []}
-    return {
+    charts = {}
+    at_k = [r for r in rankings if r.k == k] or list(rankings)
+    if at_k:
+        metric = f"{at_k[0].metric.removesuffix('@k')}@{at_k[0].k}"
+        charts["trend"] = plot_trend(_trend_frame(run, metric), charts_dir / "trend.png", metric=metric)
+    charts |= {
         "hit_bars": plot_hit_bars(aggregate, charts_dir / "hit_bars.png", k=k),
         "hit_vs_k": plot_hit_vs_k(aggregate, charts_dir / "hit_vs_k.png"),
         "context_boxplots": plot_context_boxplots(
             run.per_query_frame(), charts_dir / "context_boxplots.png", reasons=reasons
         ),
-        "by_question_type": plot_by_question_type(aggregate, charts_dir / "by_question_type.png", k=k),
-        "stage_costs": plot_stage_costs(run.stage_frame(), charts_dir / "stage_costs.png"),
     }
+    for family in slice_families(aggregate):
+        charts[f"by_{family}"] = plot_by_slice(aggregate, charts_dir / f"by_{family}.png", k=k, family=family)
+    charts["stage_costs"] = plot_stage_costs(run.stage_frame(), charts_dir / "stage_costs.png")
+    return charts
 
 
-def build_report(run: Run, out_dir: str | Path | None = None, *, k: int | None = None) -> Path:
+def _trend_frame(run: Run, metric: str) -> pd.DataFrame:
+    """(run_id, retriever, value) over the last runs of the run's evalset up to this one, oldest first."""
+    version = config_value(run.config, EVAL_SET_VERSION_KEY)
+    entries = run_history(run.path.parent, metric, eval_set_version=version)
+    ids = [e.run_id for e in entries]
+    # The report may be built before or after newer runs exist: the trend ends at this run.
+    entries = entries[ids.index(run.run_id):] if run.run_id in ids else entries
+    entries = list(reversed(entries[:TREND_RUNS]))
+    return pd.DataFrame([(e.run_id, r, v) for e in entries for r, v in e.values.items()],
+                        columns=["run_id", "retriever", "value"])
+
+
+def build_report(run: Run, out_dir: str | Path | None = None, *, k: int | None = None,
+                 gate: GateSettings = GateSettings()) -> Path:
     """Charts into <out_dir>/charts/ and the page into <out_dir>/report.html (out_dir defaults to the run's
-    directory); returns the page's path."""
+    directory); returns the page's path. `gate` chooses the metric retrievers are ranked on."""
     out = Path(out_dir) if out_dir is not None else run.path
     aggregate = run.aggregate_frame()
     k = k if k is not None else report_k(aggregate["k"])
-    page = render_html_report(run, render_charts(run, out / CHARTS_DIR, k=k), k=k)
+    rankings = rank_retrievers(run, gate)
+    page = render_html_report(run, render_charts(run, out / CHARTS_DIR, k=k, rankings=rankings), k=k,
+                              rankings=rankings)
     target = out / REPORT_FILE
     tmp = target.with_name(f".{REPORT_FILE}.tmp")
     tmp.write_text(page, encoding="utf-8")
@@ -89,28 +141,36 @@ def build_report(run: Run, out_dir: str | Path | None = None, *, k: int | None =
     return target
 
 
-def render_html_report(run: Run, charts: Mapping[str, str | Path], *, k: int) -> str:
-    """The report page of `run` with the given charts (name -> PNG) embedded; `k` is the k of the single-k charts
-    and of the by-type table."""
+def render_html_report(run: Run, charts: Mapping[str, str | Path], *, k: int,
+                       rankings: Sequence[KRanking] = ()) -> str:
+    """The report page of `run`: the verdict against its baseline, the ranking of retrievers, then the details,
+    with the given charts (name -> PNG) embedded; `k` is the k of the single-k charts and of the slice tables."""
     aggregate = run.aggregate_frame()
     description = (run.metrics.get("run") or {}).get("description") or generated_description(run, None)
-    # Headline numbers and charts first; the detail (per type, version tuple) below them.
     sections = [
         f"<h1>Run {_e(run.run_id)}</h1>",
         f"<p>Created {_e(run.created_at)}. {_e(description)}</p>",
+        _verdict_section(run.comparison),
+        _ranking_section(rankings),
         _definitions(
             [
                 ("chunk_size_chars", config_value(run.config, CHUNK_SIZE_KEY)),
                 ("overlap_chars", config_value(run.config, OVERLAP_KEY)),
                 ("config_hash", run.config.get("config_hash")),
-                ("eval_set_version", config_value(run.config, "version_tuple.dataset.eval_set_version")),
+                ("eval_set_version", config_value(run.config, EVAL_SET_VERSION_KEY)),
             ]
         ),
         "<h2>Summary (all questions)</h2>",
-        "<p>Means over the questions where a metric is defined; hover a value for its 95% bootstrap interval.</p>",
-        _metric_table(aggregate, "all"),
-        "<h2>Charts</h2>",
+        "<p>Means over the questions where a metric is defined (a metric with no inputs for a question is not "
+        "applicable to it); hover a value for its 95% bootstrap interval.</p>",
     ]
+    names = list(pd.unique(aggregate.loc[aggregate["slice"] == "all", "metric"]))
+    for title, wanted in (("Retrieval metrics", False), ("Answer metrics", True)):
+        metrics = [m for m in names if is_answer_metric(m) == wanted]
+        if metrics:
+            sections += [f'<h3 id="summary-{"answers" if wanted else "retrieval"}">{title}</h3>',
+                         _metric_table(aggregate, "all", metrics=metrics)]
+    sections.append("<h2>Charts</h2>")
     width, height = int(FIGSIZE[0] * DPI), int(FIGSIZE[1] * DPI)
     for name, caption in CHARTS.items():
         if name not in charts:
@@ -120,17 +180,86 @@ def render_html_report(run: Run, charts: Mapping[str, str | Path], *, k: int) ->
             f'<figure id="chart-{name}"><img data-chart="{name}" alt="{_e(caption)}" width="{width}" '
             f'height="{height}" src="data:image/png;base64,{data}"><figcaption>{_e(caption)}</figcaption></figure>'
         )
-    sections += [f"<h2>By question type (k = {k})</h2>", _type_table(aggregate, k)]
+    for family in slice_families(aggregate):
+        sections += [f"<h2>By {_e(SLICE_FAMILIES[family])} (k = {k})</h2>", _slice_tables(aggregate, family, k)]
     not_computed = run.metrics.get("not_computed") or []
     if not_computed:
         items = "".join(f"<li><b>{_e(r['metric'])}</b>: {_e(r['reason'])}</li>" for r in not_computed)
-        sections += ["<h2>Not computed</h2>", f"<ul>{items}</ul>"]
+        sections += ["<h2>Not computed or not applicable</h2>", f"<ul>{items}</ul>"]
     sections += ["<h2>Version tuple</h2>", _version_table(run.config.get("version_tuple") or {})]
     body = "\n".join(sections)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>Run {_e(run.run_id)}</title><style>{CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
     )
+
+
+def _verdict_section(comparison: Mapping[str, Any] | None) -> str:
+    """The verdict against the baseline: the gate cells with deltas and intervals, then the top regressions and
+    improvements with the question text."""
+    head = '<section id="verdict"><h2>Verdict against the baseline</h2>'
+    if comparison is None:
+        return (head + '<p class="verdict verdict-none">No baseline run yet: this run is the first of its evalset '
+                "and becomes the baseline of the next.</p></section>")
+    verdict = comparison["verdict"]
+    deciding = ", ".join(comparison.get("deciding_cells") or []) or "none"
+    parts = [
+        head,
+        f'<p class="verdict verdict-{verdict.replace(" ", "-")}" data-verdict="{_e(verdict)}">{_e(verdict.upper())} '
+        f"against run {_e(comparison['base_run_id'])} (exit {comparison['exit_code']})</p>",
+        f"<p>Cells that decided it: {_e(deciding)}. Gate: {_e(_gate_text(comparison['gate']))}.</p>",
+    ]
+    if comparison.get("incompatible"):
+        parts.append("<ul>" + "".join(f"<li>{_e(m)}</li>" for m in comparison["incompatible"]) + "</ul>")
+    rows = [
+        f'<tr class="result-{cell["result"].replace(" ", "-")}">' + "".join(
+            f'<td{"" if i in (0, 1, len(GATE_HEADERS) - 1) else " class=num"}>{_e(text)}</td>'
+            for i, text in enumerate(texts)
+        ) + "</tr>"
+        for cell, texts in zip(comparison["cells"], gate_rows(comparison["cells"]))
+    ]
+    parts.append(
+        '<div class="scroll"><table id="gate-cells"><thead><tr>' + "".join(f"<th>{_e(h)}</th>" for h in GATE_HEADERS)
+        + f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+    for title, key, total in (("Top regressions", "top_regressions", "regressions"),
+                              ("Top improvements", "top_improvements", "improvements")):
+        flips = comparison.get(key) or []
+        parts.append(f"<h3>{title} ({comparison.get(total, len(flips))} in all)</h3>")
+        if not flips:
+            parts.append("<p>none</p>")
+            continue
+        body = "".join(
+            f"<tr><td>{_e(f['retriever'])}@{f['k']}</td><td>{_e(f['metric'])}</td><td>{_e(f['query_id'])}</td>"
+            f"<td class=\"num\">{f['base']:.3f} → {f['cand']:.3f}</td><td>{_e(f['question'])}</td></tr>"
+            for f in flips
+        )
+        parts.append("<table><thead><tr><th>cell</th><th>metric</th><th>query_id</th><th>change</th>"
+                     f"<th>question</th></tr></thead><tbody>{body}</tbody></table>")
+    return "".join(parts) + "</section>"
+
+
+def _ranking_section(rankings: Sequence[KRanking]) -> str:
+    if not rankings:
+        return ('<section id="ranking"><h2>Which retriever is best</h2><p>not computed: no metric has a value for '
+                "every retriever</p></section>")
+    items = "".join(f"<li>{_e(r.sentence())}</li>" for r in rankings)
+    rows = "".join(
+        f"<tr><td class=\"num\">{r.k}</td><td class=\"num\">{i + 1}</td><td>{_e(s.retriever)}</td>"
+        f"<td>{_e(r.metric)}</td><td class=\"num\">{s.value:.4f}</td>"
+        f"<td class=\"num\">[{s.ci_low:.4f}, {s.ci_high:.4f}]</td><td class=\"num\">{s.n}</td></tr>"
+        for r in rankings for i, s in enumerate(r.retrievers)
+    )
+    return (
+        '<section id="ranking"><h2>Which retriever is best</h2><p>Per k, retrievers ranked on the gate metric; the '
+        "leader's margin over the runner-up is a paired test over the questions both scored.</p>"
+        f"<ul>{items}</ul><table><thead><tr><th>k</th><th>rank</th><th>retriever</th><th>metric</th><th>mean</th>"
+        f"<th>95% CI</th><th>n</th></tr></thead><tbody>{rows}</tbody></table></section>"
+    )
+
+
+def _gate_text(gate: Mapping[str, Any]) -> str:
+    return ", ".join(f"{key}={value}" for key, value in gate.items())
 
 
 def _e(value: Any) -> str:
@@ -153,11 +282,12 @@ def _version_table(versions: Mapping[str, Any]) -> str:
     return f"<table><thead><tr><th>part</th><th>key</th><th>value</th></tr></thead><tbody>{body}</tbody></table>"
 
 
-def _metric_table(aggregate: pd.DataFrame, slice_name: str, k: int | None = None) -> str:
+def _metric_table(aggregate: pd.DataFrame, slice_name: str, k: int | None = None,
+                  metrics: Sequence[str] | None = None) -> str:
     rows = aggregate[aggregate["slice"] == slice_name]
     if k is not None:
         rows = rows[rows["k"] == k]
-    pivot = metric_pivot(rows, slice_name)
+    pivot = metric_pivot(rows, slice_name, metrics)
     if pivot.empty:
         return "<p>no metrics</p>"
     intervals = {
@@ -177,8 +307,6 @@ def _metric_table(aggregate: pd.DataFrame, slice_name: str, k: int | None = None
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
 
 
-def _type_table(aggregate: pd.DataFrame, k: int) -> str:
-    slices = [s for s in pd.unique(aggregate["slice"]) if str(s).startswith("type=")]
-    if not slices:
-        return "<p>not computed: the questions have no type</p>"
+def _slice_tables(aggregate: pd.DataFrame, family: str, k: int) -> str:
+    slices = [s for s in pd.unique(aggregate["slice"]) if str(s).startswith(f"{family}=")]
     return "\n".join(f"<h3>{_e(s)}</h3>" + _metric_table(aggregate, s, k) for s in slices)

@@ -15,6 +15,14 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> 
     return "\n".join(lines)
 
 
+def capped_table(headers: Sequence[str], rows: Sequence[Sequence[object]], max_rows: int | None, where: str) -> str:
+    """markdown_table of the first `max_rows` rows (all with None), then a line naming how many more rows `where`
+    (a file) holds: a preview is cut between rows, never inside one."""
+    if max_rows is None or len(rows) <= max_rows:
+        return markdown_table(headers, rows)
+    return markdown_table(headers, rows[:max_rows]) + f"\n\n_… {len(rows) - max_rows} more rows in {where}_"
+
+
 def cell_text(value: object, digits: int = 3) -> str:
     """Floats to `digits` decimals, missing values (None, NaN) as an em dash."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -37,9 +45,16 @@ def metric_pivot(
 
 
 def metrics_table_markdown(
-    aggregate: pd.DataFrame, slice_name: str = "all", metrics: Sequence[str] | None = None, digits: int = 3
+    aggregate: pd.DataFrame,
+    slice_name: str = "all",
+    metrics: Sequence[str] | None = None,
+    digits: int = 3,
+    *,
+    max_rows: int | None = None,
+    where: str = "",
 ) -> str:
-    """The aggregate table of one slice as Markdown: retriever, k, then one column per metric."""
+    """The aggregate table of one slice as Markdown: retriever, k, then one column per metric (capped_table with
+    `max_rows` and `where`)."""
     pivot = metric_pivot(aggregate, slice_name, metrics)
     if pivot.empty:
         return "_no metrics_"
@@ -48,7 +63,7 @@ def metrics_table_markdown(
         [_plain(v) if c in ("retriever", "k") else cell_text(_plain(v), digits) for c, v in zip(columns, record)]
         for record in pivot.itertuples(index=False)
     ]
-    return markdown_table(columns, rows)
+    return capped_table(columns, rows, max_rows, where)
 
 
 def _plain(value: object) -> object:

@@ -1,22 +1,33 @@
-"""Comparison of two runs and the quality gate (seed 000 section 7, seed 002 "Run Comparison Tool").
+"""Comparison of two runs and the verdict (seed 000 section 7, seed 002 "Run Comparison Tool").
 
-exit code 0: gate passed; 1: gate failed (a delta below min_delta, or more regressions than max_regressions);
-2: the runs are incompatible (an invariant differs, or they share no retriever/k or lack the primary metric).
+Each (retriever, k) cell both runs hold is judged on its gate metric (runs/gate.py) by a paired test over the
+questions both runs scored, corrected across the judged cells. The verdict is `worse` when a cell fails, `better`
+when none fails and some cell improved significantly, `no significant change` otherwise, and `incompatible` when the
+runs measure different things. Exit codes: 0 better or no significant change, 1 worse, 2 incompatible.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from rag_eval_assets.reports.markdown import cell_text, markdown_table
+from rag_eval_assets.reports.markdown import capped_table, cell_text, markdown_table
+from rag_eval_assets.runs.gate import (
+    GateSettings,
+    adjust_p_values,
+    choose_metric,
+    per_question_name,
+    success_threshold,
+    unhealthy,
+    weighted_terms,
+)
 from rag_eval_assets.runs.significance import PairedTest, paired_tests
-from rag_eval_assets.runs.store import Run, config_value, flatten
+from rag_eval_assets.runs.store import Run, config_value, flatten, jsonable
 
 # (name, dotted key in config.json): runs that differ in one of these measure different things.
 DATASET_INVARIANTS = (
@@ -28,10 +39,14 @@ JUDGE_INVARIANTS = (
     ("judge_prompt_version", "version_tuple.judge.prompt_version"),
     ("judge_temperature", "version_tuple.judge.temperature"),
 )
-WEIGHTED_SCORE = "weighted_score"
-DEFAULT_PRIMARY_METRIC = "hit@k"
+BETTER, WORSE, NO_CHANGE, INCOMPATIBLE = "better", "worse", "no significant change", "incompatible"
+UNDEFINED = "undefined"
+# The verdict as a number, for Dagster's plots night over night.
+VERDICT_SCORE = {BETTER: 1.0, NO_CHANGE: 0.0, WORSE: -1.0, INCOMPATIBLE: -2.0}
+EXIT_CODES = {BETTER: 0, NO_CHANGE: 0, WORSE: 1, INCOMPATIBLE: 2}
 # Deltas are differences of means summed in different orders; a change smaller than this is no change.
 EPSILON = 1e-9
+TOP = 10  # regressions and improvements listed by name
 
 
 @dataclass(frozen=True)
@@ -59,12 +74,13 @@ class MetricDelta:
 
 @dataclass(frozen=True)
 class Flip:
-    """A question whose primary metric crossed the success threshold between the runs."""
+    """A question whose gate metric crossed the success threshold between the runs."""
 
     query_id: str
     question: str | None
     retriever: str
     k: int
+    metric: str
     base: float
     cand: float
 
@@ -73,74 +89,101 @@ class Flip:
 class GateCell:
     retriever: str
     k: int
-    metric: str  # weighted_score when both runs have it for this cell, else the primary metric
-    base: float
-    cand: float
-    delta: float
-    p_value: float | None  # the primary metric's paired test in this cell
+    metric: str | None  # None: no candidate metric has a value in both runs
+    base: float | None  # (weighted) means over the questions both runs scored
+    cand: float | None
+    delta: float | None
+    ci_low: float | None  # 95% paired bootstrap interval of the delta
+    ci_high: float | None
+    n_pairs: int
+    p_value: float | None  # paired sign-flip test
+    p_adjusted: float | None  # corrected across the judged cells
+    significant: bool
     regressions: int
-    failures: tuple[str, ...]
+    improvements: int
+    result: str  # better | worse | no significant change | undefined
+    reasons: tuple[str, ...] = ()  # why the cell failed, or why it is undefined
 
 
 @dataclass(frozen=True)
 class Comparison:
     base_id: str
     cand_id: str
-    options: dict[str, Any]
+    gate: GateSettings
+    options: dict[str, Any]  # retrievers / ks selected, ignore_invariants
     incompatible: tuple[str, ...]
     warnings: tuple[str, ...]
     config_changes: tuple[ConfigChange, ...]
     deltas: tuple[MetricDelta, ...]
-    regressions: tuple[Flip, ...]  # success -> failure, largest drop first
+    regressions: tuple[Flip, ...]  # success -> failure in a cell whose change counts, largest drop first
     improvements: tuple[Flip, ...]  # failure -> success, largest gain first
-    gate: tuple[GateCell, ...]
+    cells: tuple[GateCell, ...]
+    all_regressions: int = field(default=0)  # flips in every cell, significant or not
+
+    @property
+    def verdict(self) -> str:
+        if self.incompatible:
+            return INCOMPATIBLE
+        results = {c.result for c in self.cells}
+        return WORSE if WORSE in results else BETTER if BETTER in results else NO_CHANGE
+
+    @property
+    def deciding_cells(self) -> list[GateCell]:
+        """The cells whose result is the verdict (none for `no significant change` and `incompatible`)."""
+        return [c for c in self.cells if c.result == self.verdict and c.result in (BETTER, WORSE)]
 
     @property
     def failures(self) -> list[str]:
-        return [failure for cell in self.gate for failure in cell.failures]
+        return [reason for c in self.cells if c.result == WORSE for reason in c.reasons]
 
     @property
     def exit_code(self) -> int:
-        if self.incompatible:
-            return 2
-        return 1 if self.failures else 0
+        return EXIT_CODES[self.verdict]
+
+    def as_json(self) -> dict[str, Any]:
+        """comparison.json: the verdict, both run ids, the gate settings, and one record per cell."""
+        return jsonable({
+            "verdict": self.verdict,
+            "exit_code": self.exit_code,
+            "base_run_id": self.base_id,
+            "cand_run_id": self.cand_id,
+            "gate": self.gate.as_dict(),
+            "options": self.options,
+            "incompatible": list(self.incompatible),
+            "warnings": list(self.warnings),
+            "deciding_cells": [f"{c.retriever}@{c.k}" for c in self.deciding_cells],
+            "cells": [cell_record(c) for c in self.cells],
+            "deltas": [asdict(d) for d in self.deltas],
+            "regressions": len(self.regressions),
+            "improvements": len(self.improvements),
+            "top_regressions": [asdict(f) for f in self.regressions[:TOP]],
+            "top_improvements": [asdict(f) for f in self.improvements[:TOP]],
+        })
+
+
+def cell_record(c: GateCell) -> dict[str, Any]:
+    record = asdict(c)
+    record["reasons"] = "; ".join(c.reasons)
+    return record
 
 
 def compare_runs(
     base: Run,
     cand: Run,
+    gate: GateSettings = GateSettings(),
     *,
-    min_delta: float = 0.0,
-    max_regressions: int | None = None,
     ignore_invariants: bool = False,
-    significant_only: bool = False,
-    primary_metric: str = DEFAULT_PRIMARY_METRIC,
-    success_threshold: float = 0.5,
     retrievers: Sequence[str] | None = None,
     ks: Sequence[int] | None = None,
-    alpha: float = 0.05,
     n_perm: int = 10000,
     seed: int = 0,
 ) -> Comparison:
-    """Compare candidate `cand` with baseline `base`.
-
-    A question succeeds when its `primary_metric` value is >= `success_threshold` (0.5 suits 0/1 metrics such as
-    hit@k and seed 000's question_score; use e.g. 3 for 0-5 judge scores). The gate looks at every (retriever, k)
-    both runs have, or those of `retrievers` / `ks`. In each, it fails when the delta of weighted_score (of the
-    primary metric when a run has no weighted_score) is below `min_delta`, or when more than `max_regressions`
-    questions flipped from success to failure. With `significant_only` a cell fails only when the paired sign-flip
-    test of its primary metric gives p < `alpha`.
-    """
+    """Compare candidate `cand` with baseline `base` under `gate`, on every (retriever, k) both runs hold or those
+    of `retrievers` / `ks`."""
     options = {
-        "min_delta": min_delta,
-        "max_regressions": max_regressions,
         "ignore_invariants": ignore_invariants,
-        "significant_only": significant_only,
-        "primary_metric": primary_metric,
-        "success_threshold": success_threshold,
         "retrievers": list(retrievers) if retrievers is not None else None,
         "ks": list(ks) if ks is not None else None,
-        "alpha": alpha,
     }
     mismatches, warnings = _invariants(base, cand)
     incompatible: list[str] = []
@@ -152,34 +195,34 @@ def compare_runs(
     pairs = _paired_values(base, cand)
     tests = _paired_tests(pairs, n_perm=n_perm, seed=seed)
     deltas = _deltas(base, cand, tests)
-
-    primary_missing = False
-    for run, role in ((base, "base"), (cand, "candidate")):
-        metrics = sorted({m for row in run.results for m in (row.get("metrics") or {})})
-        if primary_metric not in metrics:
-            primary_missing = True
-            incompatible.append(
-                f"primary metric {primary_metric!r} is not in the {role} run {run.run_id} "
-                f"(per-question metrics: {', '.join(metrics) or 'none'})"
-            )
-
-    # A question without a value in one run (undefined there) neither regresses nor improves.
-    primary = pairs[(pairs["metric"] == primary_metric) & pairs["base"].notna() & pairs["cand"].notna()]
-    base_ok = primary["base"].to_numpy() >= success_threshold
-    cand_ok = primary["cand"].to_numpy() >= success_threshold
     questions = {row["query_id"]: row.get("question") for run in (base, cand) for row in run.results}
-    regressions = _flips(primary[base_ok & ~cand_ok], questions, ascending=True)
-    improvements = _flips(primary[~base_ok & cand_ok], questions, ascending=False)
+    weights = {row["query_id"]: float(row.get("weight") or 1.0) for row in cand.results}
 
-    gate = _gate(deltas, tests, regressions, options)
-    if not gate and not primary_missing:
+    cells, flips = [], []
+    for (retriever, k), cell_pairs in pairs.groupby(["retriever", "k"], sort=True):
+        if (retrievers is not None and retriever not in retrievers) or (ks is not None and k not in ks):
+            continue
+        cell, cell_flips, cell_warnings = _judge_cell(str(retriever), int(k), cell_pairs, base, cand, weights,
+                                                      questions, gate, n_perm=n_perm, seed=seed)
+        cells.append(cell)
+        flips += cell_flips
+        warnings += cell_warnings
+    cells = _decide(cells, gate)
+    counted = {(c.retriever, c.k) for c in cells if c.significant or not gate.significant_only}
+    regressions = [f for f in flips if f.cand < f.base and (f.retriever, f.k) in counted]
+    improvements = [f for f in flips if f.cand > f.base]
+    regressions.sort(key=lambda f: (f.cand - f.base, f.retriever, f.k, f.query_id))
+    improvements.sort(key=lambda f: (f.base - f.cand, f.retriever, f.k, f.query_id))
+
+    if not any(c.result != UNDEFINED for c in cells):
+        selected = " among the retrievers / k selected" if retrievers is not None or ks is not None else ""
         incompatible.append(
-            f"no retriever and k has {primary_metric!r} (or {WEIGHTED_SCORE!r}) in both runs' metrics"
-            + (" among the retrievers / k selected" if retrievers is not None or ks is not None else "")
+            f"no retriever and k has a value of the gate metric ({gate.metric}) in both runs{selected}"
         )
     return Comparison(
         base_id=base.run_id,
         cand_id=cand.run_id,
+        gate=gate,
         options=options,
         incompatible=tuple(incompatible),
         warnings=tuple(warnings),
@@ -187,8 +230,94 @@ def compare_runs(
         deltas=tuple(deltas),
         regressions=tuple(regressions),
         improvements=tuple(improvements),
-        gate=tuple(gate),
+        cells=tuple(cells),
+        all_regressions=sum(1 for f in flips if f.cand < f.base),
     )
+
+
+def _judge_cell(
+    retriever: str,
+    k: int,
+    pairs: pd.DataFrame,
+    base: Run,
+    cand: Run,
+    weights: dict[str, float],
+    questions: dict[str, str | None],
+    gate: GateSettings,
+    *,
+    n_perm: int,
+    seed: int,
+) -> tuple[GateCell, list[Flip], list[str]]:
+    """The cell's metric, paired test and flips; its result is settled by _decide once every cell is tested."""
+    both = pairs[pairs["base"].notna() & pairs["cand"].notna()]
+    warnings: list[str] = []
+    healthy = []
+    for metric in set(both["metric"]):
+        why = _unhealthy(base, cand, retriever, k, metric, gate.max_error_rate)
+        if why:
+            warnings.append(f"{retriever}@{k}: {metric} not compared: {why}")
+        else:
+            healthy.append(metric)
+    metric = choose_metric(healthy, gate)
+    if metric is None:
+        wanted = gate.metric if gate.metric != "auto" else f"auto ({gate.retrieval_metric} or an answer metric)"
+        reason = f"the gate metric {wanted} has no value for any question in both runs"
+        return _cell(retriever, k, None, result=UNDEFINED, reasons=(reason,)), [], warnings
+    rows = both[both["metric"] == per_question_name(metric)]
+    b, c = rows["base"].to_numpy(dtype=float), rows["cand"].to_numpy(dtype=float)
+    w = np.array([weights.get(q, 1.0) for q in rows["query_id"]])
+    test = paired_tests(np.zeros((len(b), 1)), weighted_terms(c - b, w)[:, None], n_perm=n_perm,
+                        seed=seed)[0]
+    threshold = success_threshold(metric)
+    flips = [
+        Flip(str(r.query_id), questions.get(r.query_id), retriever, k, metric, float(r.base), float(r.cand))
+        for r in rows.itertuples(index=False)
+        if (r.base >= threshold) != (r.cand >= threshold)
+    ]
+    cell = _cell(
+        retriever, k, metric,
+        base=float(np.average(b, weights=w)), cand=float(np.average(c, weights=w)), delta=test.delta,
+        ci_low=test.ci_low, ci_high=test.ci_high, n_pairs=test.n, p_value=_number(test.p_value),
+        regressions=sum(1 for f in flips if f.cand < f.base), improvements=sum(1 for f in flips if f.cand > f.base),
+    )
+    return cell, flips, warnings
+
+
+def _cell(retriever: str, k: int, metric: str | None, **values: Any) -> GateCell:
+    defaults = dict(base=None, cand=None, delta=None, ci_low=None, ci_high=None, n_pairs=0, p_value=None,
+                    p_adjusted=None, significant=False, regressions=0, improvements=0, result=NO_CHANGE, reasons=())
+    return GateCell(retriever, k, metric, **{**defaults, **values})
+
+
+def _decide(cells: list[GateCell], gate: GateSettings) -> list[GateCell]:
+    """Correct the p-values across the judged cells, then settle each cell's result."""
+    adjusted = adjust_p_values([c.p_value if c.result != UNDEFINED else None for c in cells], gate.correction)
+    decided = []
+    for cell, p_adj in zip(cells, adjusted):
+        if cell.result == UNDEFINED:
+            decided.append(cell)
+            continue
+        significant = p_adj is not None and p_adj < gate.alpha
+        counts = significant or not gate.significant_only
+        name = f"{cell.retriever}@{cell.k}"
+        reasons = []
+        if cell.delta < gate.min_delta - EPSILON and counts:
+            reasons.append(f"{name}: {cell.metric} delta {cell.delta:+.4f} [{cell.ci_low:+.4f}, {cell.ci_high:+.4f}] "
+                           f"is below min_delta {gate.min_delta} (p_adj {_p(p_adj)})")
+        if gate.max_regressions is not None and cell.regressions > gate.max_regressions and counts:
+            reasons.append(f"{name}: {cell.regressions} regressions exceed max_regressions {gate.max_regressions}")
+        result = WORSE if reasons else BETTER if significant and cell.delta > EPSILON else NO_CHANGE
+        decided.append(GateCell(**{**asdict(cell), "p_adjusted": p_adj, "significant": significant,
+                                   "result": result, "reasons": tuple(reasons)}))
+    return decided
+
+
+def _unhealthy(base: Run, cand: Run, retriever: str, k: int, metric: str, limit: float) -> str | None:
+    for run, role in ((base, "base"), (cand, "candidate")):
+        why = unhealthy(run.metrics.get("call_health") or [], retriever, k, metric, limit)
+        if why:
+            return f"{why} in the {role} run"
+    return None
 
 
 def _invariants(base: Run, cand: Run) -> tuple[list[str], list[str]]:
@@ -243,7 +372,7 @@ def _deltas(base: Run, cand: Run, tests: dict[tuple[str, int, str], PairedTest])
     deltas = []
     for r in both.itertuples(index=False):
         base_value, cand_value = _number(r.value_base), _number(r.value_cand)
-        test = tests.get((str(r.retriever), int(r.k), str(r.metric)))
+        test = tests.get((str(r.retriever), int(r.k), per_question_name(str(r.metric))))
         deltas.append(
             MetricDelta(
                 retriever=str(r.retriever),
@@ -261,54 +390,6 @@ def _deltas(base: Run, cand: Run, tests: dict[tuple[str, int, str], PairedTest])
     return deltas
 
 
-def _flips(rows: pd.DataFrame, questions: dict[str, str | None], ascending: bool) -> list[Flip]:
-    rows = rows.assign(change=rows["cand"] - rows["base"]).sort_values(
-        ["change", "retriever", "k", "query_id"], ascending=[ascending, True, True, True], kind="stable"
-    )
-    return [
-        Flip(str(r.query_id), questions.get(r.query_id), str(r.retriever), int(r.k), float(r.base), float(r.cand))
-        for r in rows.itertuples(index=False)
-    ]
-
-
-def _gate(
-    deltas: list[MetricDelta],
-    tests: dict[tuple[str, int, str], PairedTest],
-    regressions: list[Flip],
-    options: dict[str, Any],
-) -> list[GateCell]:
-    retrievers, ks, primary_metric = options["retrievers"], options["ks"], options["primary_metric"]
-    by_cell: dict[tuple[str, int], dict[str, MetricDelta]] = {}
-    for d in deltas:
-        if d.delta is not None:
-            by_cell.setdefault((d.retriever, d.k), {})[d.metric] = d
-    cells = []
-    for (retriever, k), metrics in by_cell.items():
-        if (retrievers is not None and retriever not in retrievers) or (ks is not None and k not in ks):
-            continue
-        chosen = metrics.get(WEIGHTED_SCORE) or metrics.get(primary_metric)
-        if chosen is None:
-            continue
-        test = tests.get((retriever, k, primary_metric))
-        p_value = _number(test.p_value) if test else None
-        significant = p_value is not None and p_value < options["alpha"]
-        counted = not options["significant_only"] or significant
-        n_regressions = sum(1 for f in regressions if f.retriever == retriever and f.k == k)
-        failures = []
-        if chosen.delta < options["min_delta"] - EPSILON and counted:
-            failures.append(
-                f"{retriever}@{k}: {chosen.metric} delta {chosen.delta:+.4f} is below min_delta {options['min_delta']}"
-            )
-        limit = options["max_regressions"]
-        if limit is not None and n_regressions > limit and counted:
-            failures.append(f"{retriever}@{k}: {n_regressions} regressions exceed max_regressions {limit}")
-        cells.append(
-            GateCell(retriever, k, chosen.metric, chosen.base, chosen.cand, chosen.delta, p_value, n_regressions,
-                     tuple(failures))
-        )
-    return cells
-
-
 def _config_changes(base: dict[str, Any], cand: dict[str, Any]) -> list[ConfigChange]:
     b, c = flatten(base), flatten(cand)
     keys = sorted(b.keys() | c.keys())
@@ -322,10 +403,21 @@ def _number(value: Any) -> float | None:
     return None if np.isnan(value) else value
 
 
-def _verdict(c: Comparison) -> str:
-    if c.exit_code == 2:
-        return "INCOMPATIBLE (exit 2)"
-    return "FAILED (exit 1)" if c.exit_code == 1 else "PASSED (exit 0)"
+def verdict_line(c: Comparison) -> str:
+    """The first line a person reads: the verdict, what it rests on, the exit code."""
+    head = f"Verdict: {c.verdict.upper()} (exit {c.exit_code}): candidate {c.cand_id} against base {c.base_id}"
+    if c.verdict == INCOMPATIBLE:
+        return f"{head}; {c.incompatible[0]}"
+    deciding = c.deciding_cells
+    if not deciding:
+        judged = [cell for cell in c.cells if cell.result != UNDEFINED]
+        return f"{head}; no cell of {len(judged)} changed significantly (alpha {c.gate.alpha}, {c.gate.correction})"
+    return f"{head}; decided by " + ", ".join(_cell_summary(cell) for cell in deciding)
+
+
+def _cell_summary(c: GateCell) -> str:
+    return (f"{c.retriever}@{c.k} {c.metric} {c.base:.3f} -> {c.cand:.3f} ({c.delta:+.3f} "
+            f"[{c.ci_low:+.3f}, {c.ci_high:+.3f}], p_adj {_p(c.p_adjusted)})")
 
 
 def _signed(value: float | None) -> str:
@@ -333,86 +425,98 @@ def _signed(value: float | None) -> str:
 
 
 def _p(value: float | None) -> str:
-    return "—" if value is None else f"{value:.4f}"
+    if value is None:
+        return "—"
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "—" if low is None or high is None else f"[{low:+.4f}, {high:+.4f}]"
 
 
 def _value(value: Any) -> str:
     return "<absent>" if value is None else value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _delta_rows(c: Comparison) -> list[list[str]]:
+GATE_HEADERS = ["cell", "metric", "base", "cand", "delta", "95% CI", "p", "p_adj", "regressions", "result"]
+DELTA_HEADERS = ["retriever", "k", "metric", "base", "cand", "delta", "95% CI", "pairs", "p"]
+FLIP_HEADERS = ["cell", "metric", "query_id", "change", "question"]
+
+
+def gate_rows(cells: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """Rows of GATE_HEADERS from cell records (cell_record, or comparison.json's `cells`)."""
     return [
-        [d.retriever, str(d.k), d.metric, cell_text(d.base, 4), cell_text(d.cand, 4), _signed(d.delta),
-         str(d.n_pairs), _p(d.p_value)]
-        for d in c.deltas
+        [f"{g['retriever']}@{g['k']}", g["metric"] or "—", cell_text(g["base"], 4), cell_text(g["cand"], 4),
+         _signed(g["delta"]), _interval(g["ci_low"], g["ci_high"]), _p(g["p_value"]), _p(g["p_adjusted"]),
+         str(g["regressions"]), g["result"] + (f": {g['reasons']}" if g["result"] == UNDEFINED else "")]
+        for g in cells
     ]
 
 
-def _flip_rows(flips: Sequence[Flip], top: int) -> list[list[str]]:
+def delta_rows(deltas: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """Rows of DELTA_HEADERS from MetricDelta records (comparison.json's `deltas`)."""
     return [
-        [f"{f.retriever}@{f.k}", f.query_id, f"{f.base:.3f} -> {f.cand:.3f}", (f.question or "").replace("\n", " ")]
+        [d["retriever"], str(d["k"]), d["metric"], cell_text(d["base"], 4), cell_text(d["cand"], 4),
+         _signed(d["delta"]), _interval(d["ci_low"], d["ci_high"]), str(d["n_pairs"]), _p(d["p_value"])]
+        for d in deltas
+    ]
+
+
+def flip_rows(flips: Sequence[Flip], top: int) -> list[list[str]]:
+    return [
+        [f"{f.retriever}@{f.k}", f.metric, f.query_id, f"{f.base:.3f} -> {f.cand:.3f}",
+         (f.question or "").replace("\n", " ")]
         for f in flips[:top]
     ]
 
 
-def _gate_rows(c: Comparison) -> list[list[str]]:
-    return [
-        [f"{g.retriever}@{g.k}", g.metric, f"{g.base:.4f}", f"{g.cand:.4f}", _signed(g.delta), _p(g.p_value),
-         str(g.regressions), "; ".join(g.failures) or "ok"]
-        for g in c.gate
-    ]
+def gate_settings_line(g: dict[str, Any]) -> str:
+    return (
+        f"Gate: metric={g['metric']} (retrieval fallback {g['retrieval_metric']}), min_delta={g['min_delta']}, "
+        f"max_regressions={g['max_regressions']}, alpha={g['alpha']}, correction={g['correction']}, "
+        f"significant_only={g['significant_only']}, max_error_rate={g['max_error_rate']}"
+    )
 
 
-DELTA_HEADERS = ["retriever", "k", "metric", "base", "cand", "delta", "pairs", "p"]
-FLIP_HEADERS = ["cell", "query_id", "change", "question"]
-GATE_HEADERS = ["cell", "metric", "base", "cand", "delta", "p", "regressions", "result"]
-
-
-def format_comparison(c: Comparison, top: int = 10) -> str:
-    """The comparison as terminal text."""
-    metric, threshold = c.options["primary_metric"], c.options["success_threshold"]
-    lines = [f"Comparing candidate {c.cand_id} with base {c.base_id}: {_verdict(c)}"]
+def format_comparison(c: Comparison, top: int = TOP) -> str:
+    """The comparison as terminal text, the verdict first."""
+    lines = [verdict_line(c)]
     if c.incompatible:
         lines += ["", "Incompatible runs:"] + [f"  - {m}" for m in c.incompatible]
     if c.warnings:
         lines += ["", "Warnings:"] + [f"  - {w}" for w in c.warnings]
+    lines += ["", gate_settings_line(c.gate.as_dict())]
+    lines += _text_table(GATE_HEADERS, gate_rows([cell_record(x) for x in c.cells])) if c.cells else ["  no cell to gate"]
+    for cell in c.cells:
+        lines += [f"  - {reason}" for reason in cell.reasons if cell.result == WORSE]
+    for title, flips in (("regressions", c.regressions), ("improvements", c.improvements)):
+        lines += ["", f"Top {title} ({len(flips)} in all, on each cell's gate metric):"]
+        lines += _text_table(FLIP_HEADERS, flip_rows(flips, top)) if flips else ["  none"]
     lines += ["", f"Configuration differences ({len(c.config_changes)}):"]
     lines += [f"  {ch.key}: {_value(ch.base)} -> {_value(ch.cand)}" for ch in c.config_changes] or ["  none"]
-    lines += ["", "Metric deltas (slice all; p: paired sign-flip test over the questions both runs scored):"]
-    lines += _text_table(DELTA_HEADERS, _delta_rows(c))
-    for title, flips in (("regressions", c.regressions), ("improvements", c.improvements)):
-        lines += ["", f"Top {title} ({len(flips)} in all; success = {metric} >= {threshold}):"]
-        lines += _text_table(FLIP_HEADERS, _flip_rows(flips, top)) if flips else ["  none"]
-    lines += ["", _gate_line(c)]
-    lines += _text_table(GATE_HEADERS, _gate_rows(c)) if c.gate else ["  no cell to gate"]
+    lines += ["", "Metric deltas (slice all; paired over the questions both runs scored):"]
+    lines += _text_table(DELTA_HEADERS, delta_rows([asdict(d) for d in c.deltas]))
     return "\n".join(lines) + "\n"
 
 
-def comparison_markdown(c: Comparison, top: int = 10) -> str:
-    """The comparison as Markdown (summary.md, Dagster metadata, PR comments)."""
-    metric, threshold = c.options["primary_metric"], c.options["success_threshold"]
-    parts = [f"**{_verdict(c)}**: candidate `{c.cand_id}` against base `{c.base_id}`."]
+def comparison_markdown(c: Comparison, top: int = TOP, *, max_rows: int | None = None, where: str = "") -> str:
+    """The comparison as Markdown, the verdict and the gate table first. With `max_rows`, the long tables (metric
+    deltas, configuration differences) stop there with a line saying how many rows are left in `where`."""
+    parts = [f"**{verdict_line(c)}**"]
     if c.incompatible:
         parts.append("Incompatible runs:\n\n" + "\n".join(f"- {m}" for m in c.incompatible))
     if c.warnings:
         parts.append("Warnings:\n\n" + "\n".join(f"- {w}" for w in c.warnings))
-    parts.append(f"### Configuration differences ({len(c.config_changes)})")
-    changes = [[ch.key, _value(ch.base), _value(ch.cand)] for ch in c.config_changes]
-    parts.append(markdown_table(["key", "base", "candidate"], changes) if changes else "none")
-    parts += ["### Metric deltas", markdown_table(DELTA_HEADERS, _delta_rows(c)) if c.deltas else "none"]
+    parts += ["### Gate", gate_settings_line(c.gate.as_dict()),
+              markdown_table(GATE_HEADERS, gate_rows([cell_record(x) for x in c.cells])) if c.cells else "none"]
     for title, flips in (("regressions", c.regressions), ("improvements", c.improvements)):
-        parts.append(f"### Top {title} ({len(flips)} in all; success = {metric} >= {threshold})")
-        parts.append(markdown_table(FLIP_HEADERS, _flip_rows(flips, top)) if flips else "none")
-    parts += ["### Gate", _gate_line(c), markdown_table(GATE_HEADERS, _gate_rows(c)) if c.gate else "no cell to gate"]
+        parts.append(f"### Top {title} ({len(flips)} in all)")
+        parts.append(markdown_table(FLIP_HEADERS, flip_rows(flips, top)) if flips else "none")
+    changes = [[ch.key, _value(ch.base), _value(ch.cand)] for ch in c.config_changes]
+    parts.append(f"### Configuration differences ({len(changes)})")
+    parts.append(capped_table(["key", "base", "candidate"], changes, max_rows, where) if changes else "none")
+    parts += ["### Metric deltas", capped_table(DELTA_HEADERS, delta_rows([asdict(d) for d in c.deltas]), max_rows, where) if c.deltas else "none"]
     return "\n\n".join(parts) + "\n"
-
-
-def _gate_line(c: Comparison) -> str:
-    o = c.options
-    return (
-        f"Gate: min_delta={o['min_delta']}, max_regressions={o['max_regressions']}, "
-        f"significant_only={o['significant_only']} (alpha {o['alpha']})"
-    )
 
 
 def _text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

@@ -30,12 +30,15 @@ import pandas as pd
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.metrics.aggregate import AGGREGATE_COLUMNS
 from rag_eval_assets.reports.markdown import markdown_table, metrics_table_markdown
+from rag_eval_assets.runs.gate import GateSettings, is_answer_metric
 from rag_eval_assets.runs.versions import VersionTuple
 
 RESULTS_FILE = "results.jsonl"
 METRICS_FILE = "metrics.json"
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.md"
+COMPARISON_JSON = "comparison.json"  # the comparison with the run's baseline, when it had one
+COMPARISON_MD = "comparison.md"
 RUN_ID_FORMAT = "%Y%m%d_%H%M%S"
 TEXT_LIMIT = 200
 ELLIPSIS = "…"
@@ -44,6 +47,7 @@ SECRET_MARKERS = ("api_key", "apikey", "token", "secret", "password", "authoriza
 # Settings that only name or size a secret-looking thing: the name of a key's environment variable, token counts.
 NOT_SECRET = re.compile(r"(_env|_tokens)$")
 VERSION_TUPLE_KEY = "version_tuple"
+EVAL_SET_VERSION_KEY = "version_tuple.dataset.eval_set_version"
 CHUNK_SIZE_KEY = "version_tuple.index.chunk_size_chars"
 OVERLAP_KEY = "version_tuple.index.overlap_chars"
 STAGES = ("retrieval", "generation", "judging")
@@ -72,6 +76,7 @@ class Run:
     metrics: dict[str, Any]
     config: dict[str, Any]
     summary: str
+    comparison: dict[str, Any] | None = None  # comparison.json: the verdict against the run's baseline
 
     @property
     def run_id(self) -> str:
@@ -340,6 +345,7 @@ def write_run(
     config: Mapping[str, Any],
     description: str | None = None,
     previous: str | Path | None = None,
+    gate: GateSettings = GateSettings(),
     store_full_text: bool = False,
     run_id: str | None = None,
     now: datetime | None = None,
@@ -347,7 +353,8 @@ def write_run(
     """Write a run directory and return its path.
 
     `results`: rows as made by results_rows; `metrics`: as made by metrics_document; `config`: the full
-    configuration (run_config). `previous` (a run directory) adds the comparison with that run to summary.md.
+    configuration (run_config). `previous` (a run directory, the baseline) adds the comparison with that run under
+    `gate`: comparison.json, comparison.md and its verdict in summary.md, written with the rest.
     Without `run_id` the id is the UTC time (`now`, default the current time) with -2, -3, ... appended while taken;
     an explicit `run_id` that is taken raises FileExistsError.
     """
@@ -376,26 +383,39 @@ def write_run(
                 "previous_run_id": previous_run.run_id if previous_run else None,
             },
         }
-        summary = summary_markdown(Run(target, rows, document, clean_config, ""), description, previous_run)
-        if _write_atomically(runs_dir, target, rows, document, clean_config, summary):
+        run = Run(target, rows, document, clean_config, "")
+        files = {
+            METRICS_FILE: _json_text(document),
+            CONFIG_FILE: _json_text(clean_config, sort_keys=True),
+        }
+        comparison = None
+        if previous_run is not None:
+            # compare imports Run from this module.
+            from rag_eval_assets.runs.compare import comparison_markdown, compare_runs
+
+            comparison = compare_runs(previous_run, run, gate)
+            files[COMPARISON_JSON] = _json_text(comparison.as_json())
+            files[COMPARISON_MD] = comparison_markdown(comparison)
+        files[SUMMARY_FILE] = summary_markdown(run, description, previous_run, comparison)
+        if _write_atomically(runs_dir, target, rows, files):
             return target
     raise FileExistsError(f"run {runs_dir / stem} already exists")
 
 
-def _write_atomically(
-    runs_dir: Path, target: Path, rows: list[dict[str, Any]], metrics: dict, config: dict, summary: str
-) -> bool:
-    """Write the four files into a hidden temporary directory and rename it to `target`; False when `target`
-    appeared in the meantime (another writer took the id)."""
+def _json_text(content: Any, *, sort_keys: bool = False) -> str:
+    return json.dumps(content, ensure_ascii=False, allow_nan=False, indent=2, sort_keys=sort_keys) + "\n"
+
+
+def _write_atomically(runs_dir: Path, target: Path, rows: list[dict[str, Any]], files: dict[str, str]) -> bool:
+    """Write results.jsonl and `files` (name -> text) into a hidden temporary directory and rename it to `target`;
+    False when `target` appeared in the meantime (another writer took the id)."""
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=runs_dir))
     try:
         with (tmp / RESULTS_FILE).open("w", encoding="utf-8") as out:
             for row in rows:
                 out.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
-        for file, content in ((METRICS_FILE, metrics), (CONFIG_FILE, config)):
-            text = json.dumps(content, ensure_ascii=False, allow_nan=False, indent=2, sort_keys=file == CONFIG_FILE)
-            (tmp / file).write_text(text + "\n", encoding="utf-8")
-        (tmp / SUMMARY_FILE).write_text(summary, encoding="utf-8")
+        for name, text in files.items():
+            (tmp / name).write_text(text, encoding="utf-8")
         try:
             # rename refuses a non-empty target; an empty directory someone created meanwhile is not a run.
             tmp.rename(target)
@@ -439,14 +459,17 @@ def read_run(path: str | Path) -> Run:
         raise InputError(problems)
     summary_file = path / SUMMARY_FILE
     summary = summary_file.read_text(encoding="utf-8") if summary_file.is_file() else ""
-    return Run(path, rows, documents[METRICS_FILE], documents[CONFIG_FILE], summary)
+    comparison_file = path / COMPARISON_JSON
+    comparison = json.loads(comparison_file.read_text(encoding="utf-8")) if comparison_file.is_file() else None
+    return Run(path, rows, documents[METRICS_FILE], documents[CONFIG_FILE], summary, comparison)
 
 
-def latest_run(runs_dir: str | Path) -> Path | None:
-    """The most recently created complete run under `runs_dir` (by metrics.json's created_at, then id), or None."""
+def list_runs(runs_dir: str | Path) -> list[Path]:
+    """The complete runs under `runs_dir`, newest first (by metrics.json's created_at, then id), ignoring hidden
+    entries and directories without a readable metrics.json."""
     runs_dir = Path(runs_dir)
     if not runs_dir.is_dir():
-        return None
+        return []
     candidates = []
     for path in runs_dir.iterdir():
         if path.name.startswith(".") or not (path / METRICS_FILE).is_file():
@@ -456,7 +479,23 @@ def latest_run(runs_dir: str | Path) -> Path | None:
         except json.JSONDecodeError:
             continue
         candidates.append((created or "", _id_order(path.name), path))
-    return max(candidates)[2] if candidates else None
+    return [path for *_, path in sorted(candidates, reverse=True)]
+
+
+def latest_run(runs_dir: str | Path, eval_set_version: str | None = None) -> Path | None:
+    """The most recently created complete run under `runs_dir` (of `eval_set_version` when given), or None."""
+    for path in list_runs(runs_dir):
+        if eval_set_version is None or _eval_set_version(path) == eval_set_version:
+            return path
+    return None
+
+
+def _eval_set_version(path: Path) -> str | None:
+    try:
+        config = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    return config_value(config, EVAL_SET_VERSION_KEY)
 
 
 def _id_order(name: str) -> tuple[str, int]:
@@ -475,33 +514,48 @@ def config_value(config: Mapping[str, Any], dotted: str) -> Any:
     return value
 
 
-def summary_markdown(run: Run, description: str | None, previous: Run | None) -> str:
-    """summary.md: description (given or generated), configuration, metric table, change against `previous`."""
-    # compare imports Run from this module.
-    from rag_eval_assets.runs.compare import compare_runs, comparison_markdown
+def summary_markdown(run: Run, description: str | None, previous: Run | None, comparison: Any = None) -> str:
+    """summary.md: the verdict against `previous` (its `comparison`), description, the retrieval and answer metric
+    tables, what was not computed, the configuration, then the comparison in full."""
+    parts = [f"# Run {run.run_id}", f"Created {run.created_at}."]
+    if comparison is not None:
+        from rag_eval_assets.runs.compare import comparison_markdown, verdict_line
 
-    aggregate = run.aggregate_frame()
-    parts = [
-        f"# Run {run.run_id}",
-        f"Created {run.created_at}.",
-        "## Description",
-        description or generated_description(run, previous),
+        parts.append(f"**{verdict_line(comparison)}**")
+    parts += ["## Description", description or generated_description(run, previous)]
+    parts += metric_sections(run.aggregate_frame(), "##")
+    parts.append(
+        "Means over the questions where a metric is defined (a metric with no inputs for a question is not "
+        "applicable to it); 95% bootstrap intervals and per-slice values are in metrics.json, per-question values "
+        "in results.jsonl."
+    )
+    not_computed = run.metrics.get("not_computed") or []
+    if not_computed:
+        parts += ["## Not computed or not applicable",
+                  "\n".join(f"- {r['metric']}: {r['reason']}" for r in not_computed)]
+    parts += [
         "## Configuration",
         f"- config_hash: `{run.config.get('config_hash')}`\n"
         f"- chunk_size_chars: {config_value(run.config, CHUNK_SIZE_KEY)}, "
         f"overlap_chars: {config_value(run.config, OVERLAP_KEY)}",
         markdown_table(["key", "value"], [[k, _config_text(v)] for k, v in sorted(flatten(run.config).items())]),
-        "## Metrics (all questions)",
-        metrics_table_markdown(aggregate),
-        "Means over the questions where a metric is defined; 95% bootstrap intervals and per-slice values are in "
-        "metrics.json, per-question values in results.jsonl.",
     ]
-    not_computed = run.metrics.get("not_computed") or []
-    if not_computed:
-        parts += ["## Not computed", "\n".join(f"- {r['metric']}: {r['reason']}" for r in not_computed)]
-    if previous is not None:
-        parts += [f"## Change against run {previous.run_id}", comparison_markdown(compare_runs(previous, run))]
+    if comparison is not None:
+        parts += [f"## Change against run {previous.run_id}", comparison_markdown(comparison)]
     return "\n\n".join(parts) + "\n"
+
+
+def metric_sections(aggregate: pd.DataFrame, level: str, *, max_rows: int | None = None, where: str = "") -> list[str]:
+    """The slice-all metric table split in two, retrieval metrics and answer metrics, as Markdown sections (each
+    capped at `max_rows` rows, the rest named as in `where`)."""
+    names = list(pd.unique(aggregate.loc[aggregate["slice"] == "all", "metric"]))
+    sections = []
+    for title, wanted in (("Retrieval metrics", False), ("Answer metrics", True)):
+        metrics = [m for m in names if is_answer_metric(m) == wanted]
+        if metrics:
+            sections += [f"{level} {title} (all questions)",
+                         metrics_table_markdown(aggregate, metrics=metrics, max_rows=max_rows, where=where)]
+    return sections
 
 
 def generated_description(run: Run, previous: Run | None) -> str:

@@ -22,12 +22,15 @@ from rag_eval_assets.llm.estimate import estimate_cost, estimate_tokens
 from rag_eval_assets.metrics.aggregate import aggregate_metrics
 from rag_eval_assets.metrics.answers import answers_from_frame, score_answers
 from rag_eval_assets.metrics.ragas_context import context_rows, ragas_context_metrics
-from rag_eval_assets.metrics.rule_score import weighted_score
+from rag_eval_assets.metrics.rule_score import has_rules, weighted_score
+from rag_eval_assets.runs.gate import WEIGHTED_SCORE
 from rag_eval_assets.runs.reproducibility import reproducibility_fields
 from rag_eval_assets.settings import Settings
 
 JUDGE_PROMPT_VERSION = "v1"
 JUDGE_METRICS = ("groundedness", "correctness")
+NO_RULES = ("not applicable: no question has a seed 000 rule (must_include, must_include_any, must_not_include, "
+            "require_citation)")
 NOT_COMPUTED_COLUMNS = ("metric", "reason")
 
 
@@ -227,13 +230,14 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         weights = {q.id: q.weight for q in questions}
         scores = answer_metrics_per_query[answer_metrics_per_query["metric"] == "question_score"]
         weighted = [
-            (r, k, "all", "weighted_score", weighted_score(g["value"].tolist(), [weights[q] for q in g["query_id"]]),
+            (r, k, "all", WEIGHTED_SCORE, weighted_score(g["value"].tolist(), [weights[q] for q in g["query_id"]]),
              float("nan"), float("nan"), len(g), None)
             for (r, k), g in scores.groupby(["retriever", "k"])
         ]
-        grid = table[["retriever", "k"]].drop_duplicates().itertuples(index=False)
+        grid = list(table[["retriever", "k"]].drop_duplicates().itertuples(index=False))
+        not_applicable = [] if any(has_rules(q) for q in questions) else [(WEIGHTED_SCORE, NO_RULES)]
         missing = [(r, k, "all", m, float("nan"), float("nan"), float("nan"), 0, reason)
-                   for r, k in grid for m, reason in _not_computed(s)]
+                   for r, k in grid for m, reason in _not_computed(s) + not_applicable]
         table = pd.concat([table, pd.DataFrame(weighted + missing, columns=table.columns)], ignore_index=True)
         table["chunk_size_chars"] = s.chunking.chunk_size_chars
         table["overlap_chars"] = s.chunking.overlap_chars

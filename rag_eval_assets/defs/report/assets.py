@@ -1,5 +1,5 @@
-"""The run directory (seed 002: results.jsonl, metrics.json, config.json, summary.md), its HTML report, and the
-comparison against a baseline with the gate as blocking asset checks."""
+"""The run directory (seed 002: results.jsonl, metrics.json, config.json, summary.md), its HTML report with the
+verdict against the baseline, and the comparison as a table of its own with the gate as blocking asset checks."""
 
 import base64
 import dataclasses
@@ -12,26 +12,44 @@ import pandas as pd
 from rag_eval_assets.defs.answers.assets import JUDGE_PROMPT_VERSION
 from rag_eval_assets.defs.metadata import upstream_versions, version_metadata
 from rag_eval_assets.defs.resources import RagEvalSettings
+from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.metrics.aggregate import AGGREGATE_COLUMNS
 from rag_eval_assets.reports.html import CHARTS_DIR, build_report
-from rag_eval_assets.runs.compare import compare_runs, comparison_markdown
+from rag_eval_assets.reports.markdown import capped_table, markdown_table
+from rag_eval_assets.runs.compare import (
+    DELTA_HEADERS,
+    EXIT_CODES,
+    GATE_HEADERS,
+    INCOMPATIBLE,
+    VERDICT_SCORE,
+    WORSE,
+    delta_rows,
+    gate_rows,
+    gate_settings_line,
+)
+from rag_eval_assets.runs.ranking import rank_retrievers
+from rag_eval_assets.runs.reproducibility import reproducibility_fields
 from rag_eval_assets.runs.store import (
+    COMPARISON_JSON,
     SUMMARY_FILE,
     latest_run,
+    metric_sections,
     metrics_document,
     read_run,
     results_rows,
     run_config,
     write_run,
 )
-from rag_eval_assets.runs.reproducibility import reproducibility_fields
 from rag_eval_assets.runs.versions import VersionTuple
 from rag_eval_assets.settings import Settings
 
 ALL = dg.AssetIn(partition_mapping=dg.AllPartitionMapping())
-# Dagster stores metadata in its event log: a summary and one small chart, not the whole report.
-SUMMARY_CHARS = 8000
+# Dagster stores metadata in its event log: previews of a bounded number of rows, each table whole up to there.
+PREVIEW_ROWS = 40
 KEY_CHART = "hit_bars.png"
+NO_BASELINE = "no baseline run yet: nothing to compare; this run becomes the baseline of the next"
+COMPARISON_COLUMNS = ("retriever", "k", "metric", "gate", "base", "cand", "delta", "ci_low", "ci_high", "n_pairs",
+                      "p_value", "p_adjusted", "significant", "regressions", "result", "reasons")
 
 
 def _settings_json(s: Settings) -> dict:
@@ -59,6 +77,33 @@ def _run_versions(context: dg.AssetExecutionContext, s: Settings) -> VersionTupl
     return versions
 
 
+def _baseline(s: Settings, eval_set_version: str | None) -> Path | None:
+    """report.baseline_run_id when pinned, else the newest earlier run of the same evalset."""
+    if s.report.baseline_run_id is None:
+        return latest_run(s.runs_dir, eval_set_version)
+    pinned = s.runs_dir / s.report.baseline_run_id
+    if not pinned.is_dir():
+        raise InputError([InputProblem(str(s.config_file), None, "report.baseline_run_id",
+                                       f"no run directory {pinned}")])
+    return pinned
+
+
+def verdict_metadata(comparison: dict | None) -> dict[str, dg.MetadataValue]:
+    """The verdict first, then the whole gate table (one row per retriever and k, never cut)."""
+    if comparison is None:
+        return {"verdict": dg.MetadataValue.text(NO_BASELINE)}
+    verdict = comparison["verdict"]
+    deciding = ", ".join(comparison["deciding_cells"]) or "none"
+    return {
+        "verdict": dg.MetadataValue.text(f"{verdict} against run {comparison['base_run_id']} "
+                                         f"(exit {comparison['exit_code']}; decided by {deciding})"),
+        "verdict_score": dg.MetadataValue.float(VERDICT_SCORE[verdict]),
+        "gate": dg.MetadataValue.md(
+            gate_settings_line(comparison["gate"]) + "\n\n" + markdown_table(GATE_HEADERS, gate_rows(comparison["cells"]))
+        ),
+    }
+
+
 @dg.asset(
     group_name="report",
     kinds={"html", "json"},
@@ -77,7 +122,8 @@ def evaluation_run(
     answer_metrics_per_query: pd.DataFrame,
     answer_metrics: pd.DataFrame,
 ) -> dg.Output[pd.DataFrame]:
-    """Writes data/runs/<run_id>/ and its offline HTML report with charts; the summary is this asset's metadata."""
+    """Writes data/runs/<run_id>/ with the comparison against the baseline, and its offline HTML report; the
+    verdict, the gate table, the ranking of retrievers and the headline numbers are this asset's metadata."""
     s = settings.load()
     judged = [t for t in judged_answers.values() if len(t)]
     answers_table = pd.concat(answers.values(), ignore_index=True)
@@ -114,27 +160,40 @@ def evaluation_run(
         dagster_run_id=context.run.run_id,
         **reproducibility_fields(versions, s.answering.adapter_id),
     )
-    previous = latest_run(s.runs_dir)
+    baseline = _baseline(s, versions.dataset.get("eval_set_version"))
     path = write_run(
         s.runs_dir,
         results=rows,
         metrics=metrics_document(aggregate, not_computed, operational),
         config=config,
         description=s.report.description,
-        previous=previous,
+        previous=baseline,
+        gate=s.report.gate,
         store_full_text=s.report.store_full_text,
     )
-    report = build_report(read_run(path))
-    summary = (path / SUMMARY_FILE).read_text(encoding="utf-8")
+    run = read_run(path)
+    report = build_report(run, gate=s.report.gate)
+    rankings = rank_retrievers(run, s.report.gate)
     chart = base64.b64encode((path / CHARTS_DIR / KEY_CHART).read_bytes()).decode()
-    context.log.info(f"run written to {path}; report {report}")
+    verdict = run.comparison["verdict"] if run.comparison else "no baseline"
+    context.log.info(f"run written to {path}; verdict: {verdict}; report {report}")
+    headline = {
+        f"{r.metric.removesuffix('@k')}@{r.k} {s_.retriever}": dg.MetadataValue.float(s_.value)
+        for r in rankings for s_ in r.retrievers
+    }
+    ranking = "\n".join(f"- {r.sentence()}" for r in rankings) or "_no metric has a value for every retriever_"
+    summary = "\n\n".join(metric_sections(run.aggregate_frame(), "###", max_rows=PREVIEW_ROWS,
+                                            where=str(path / SUMMARY_FILE)))
     return dg.Output(
         pd.DataFrame([{"run_id": path.name, "run_dir": str(path), "report": str(report),
-                       "previous_run_dir": str(previous) if previous else None}]),
+                       "baseline_run_dir": str(baseline) if baseline else None, "verdict": verdict}]),
         metadata={
+            **verdict_metadata(run.comparison),
+            "ranking": dg.MetadataValue.md(ranking),
+            **headline,
             "run_dir": dg.MetadataValue.path(str(path)),
             "report": dg.MetadataValue.path(str(report)),
-            "summary": dg.MetadataValue.md(summary[:SUMMARY_CHARS]),
+            "summary": dg.MetadataValue.md(summary),
             "key_chart": dg.MetadataValue.md(f"![hit@k and doc_hit@k per retriever](data:image/png;base64,{chart})"),
             **version_metadata(versions),
         },
@@ -143,57 +202,77 @@ def evaluation_run(
 
 @dg.asset(
     group_name="report",
-    kinds={"json"},
+    kinds={"pandas", "parquet"},
     check_specs=[
         dg.AssetCheckSpec("invariants_match", asset="run_comparison", blocking=True,
                           description="Evalset, corpus and judge are the baseline's (seed 000 / 002 invariants)."),
         dg.AssetCheckSpec("quality_gate", asset="run_comparison", blocking=True,
-                          description="Score delta >= min_delta and regressions <= max_regressions (seed 000)."),
+                          description="No gated cell is significantly worse than the baseline (report.gate)."),
     ],
 )
-def run_comparison(context: dg.AssetExecutionContext, settings: RagEvalSettings, evaluation_run: pd.DataFrame):
-    """This run against the baseline (report.baseline_run_id, else the previous run): deltas with paired p-values,
-    configuration changes, top regressions and improvements."""
-    s = settings.load()
+def run_comparison(context: dg.AssetExecutionContext, evaluation_run: pd.DataFrame):
+    """The run's comparison with its baseline, one row per (retriever, k, metric) with deltas, intervals and
+    p-values; the gate's rows (gate = true) carry the corrected p-value and the cell's result."""
     current = evaluation_run.iloc[0]
-    baseline = s.runs_dir / s.report.baseline_run_id if s.report.baseline_run_id else current["previous_run_dir"]
-    if not baseline:
-        yield dg.Output(pd.DataFrame(), metadata={"comparison": dg.MetadataValue.md("_no baseline run yet_"),
-                                                  **version_metadata(upstream_versions(context, "evaluation_run"))})
+    versions = version_metadata(upstream_versions(context, "evaluation_run"))
+    comparison_file = Path(current["run_dir"]) / COMPARISON_JSON
+    if not comparison_file.is_file():
+        yield dg.Output(pd.DataFrame(columns=list(COMPARISON_COLUMNS)),
+                        metadata={**verdict_metadata(None), **versions})
         for name in ("invariants_match", "quality_gate"):
-            yield dg.AssetCheckResult(check_name=name, passed=True, description="no baseline run yet")
+            yield dg.AssetCheckResult(check_name=name, passed=True, description=NO_BASELINE,
+                                      metadata={"status": "nothing to check", "reason": "no baseline run yet"})
         return
-    comparison = compare_runs(
-        read_run(baseline),
-        read_run(current["run_dir"]),
-        min_delta=s.report.min_delta,
-        max_regressions=s.report.max_regressions,
-        primary_metric=s.report.primary_metric,
-    )
-    deltas = pd.DataFrame([dataclasses.asdict(d) for d in comparison.deltas])
-    markdown = comparison_markdown(comparison)
-    (Path(current["run_dir"]) / "comparison.md").write_text(markdown, encoding="utf-8")
+    comparison = json.loads(comparison_file.read_text(encoding="utf-8"))
+    table = comparison_frame(comparison)
+    where = f"the run_comparison table and {comparison_file}"
     yield dg.Output(
-        deltas,
+        table,
         metadata={
-            "baseline": str(baseline),
-            "exit_code": comparison.exit_code,
-            "regressions": len(comparison.regressions),
-            "improvements": len(comparison.improvements),
-            "comparison": dg.MetadataValue.md(markdown[:SUMMARY_CHARS]),
-            **version_metadata(upstream_versions(context, "evaluation_run")),
+            **verdict_metadata(comparison),
+            "baseline_run_id": comparison["base_run_id"],
+            "exit_code": comparison["exit_code"],
+            "regressions": comparison["regressions"],
+            "improvements": comparison["improvements"],
+            "metric_deltas": dg.MetadataValue.md(
+                capped_table(DELTA_HEADERS, delta_rows(comparison["deltas"]), PREVIEW_ROWS, where)
+            ),
+            **versions,
         },
     )
-    yield dg.AssetCheckResult(
-        check_name="invariants_match",
-        passed=not comparison.incompatible,
-        description="; ".join(comparison.incompatible) or None,
-    )
-    yield dg.AssetCheckResult(
-        check_name="quality_gate",
-        passed=not comparison.failures,
-        description="; ".join(comparison.failures)[:2000] or None,
-    )
+    incompatible = "; ".join(comparison["incompatible"])
+    yield dg.AssetCheckResult(check_name="invariants_match", passed=not incompatible,
+                              description=incompatible or None)
+    verdict = comparison["verdict"]
+    failures = "; ".join(c["reasons"] for c in comparison["cells"] if c["result"] == WORSE)
+    description = (f"not judged: the runs are incompatible ({incompatible})" if verdict == INCOMPATIBLE
+                   else f"worse: {failures}" if verdict == WORSE else f"{verdict} against {comparison['base_run_id']}")
+    yield dg.AssetCheckResult(check_name="quality_gate", passed=EXIT_CODES[verdict] == 0,
+                              description=description[:2000],
+                              metadata={"verdict": verdict, "deciding_cells": ", ".join(comparison["deciding_cells"])})
+
+
+def comparison_frame(comparison: dict) -> pd.DataFrame:
+    """Every metric delta of comparison.json, the gate cells' own rows marked gate = true with their result."""
+    cells = {(c["retriever"], c["k"]): c for c in comparison["cells"]}
+    rows = []
+    for d in comparison["deltas"]:
+        cell = cells.get((d["retriever"], d["k"]))
+        is_gate = cell is not None and cell["metric"] == d["metric"]
+        rows.append({
+            **{key: d[key] for key in ("retriever", "k", "metric", "base", "cand", "delta", "ci_low", "ci_high",
+                                       "n_pairs", "p_value")},
+            "gate": is_gate,
+            "p_adjusted": cell["p_adjusted"] if is_gate else None,
+            "significant": bool(cell["significant"]) if is_gate else None,
+            "regressions": cell["regressions"] if is_gate else None,
+            "result": cell["result"] if is_gate else None,
+            "reasons": cell["reasons"] if is_gate else None,
+        })
+    table = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
+    return table.astype({"k": "int64", "base": "float64", "cand": "float64", "delta": "float64",
+                         "ci_low": "float64", "ci_high": "float64", "p_value": "float64", "p_adjusted": "float64",
+                         "regressions": "Int64", "significant": "boolean", "gate": "bool"})
 
 
 def report_defs() -> dg.Definitions:

@@ -1,0 +1,106 @@
+"""Which retriever is best: per k, the retrievers of one run ranked on the gate metric, with 95% intervals, and a
+paired test of the leader against the runner-up over the questions both scored."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from rag_eval_assets.metrics.stats import bootstrap_ci
+from rag_eval_assets.runs.gate import (
+    GateSettings,
+    adjust_p_values,
+    choose_metric,
+    per_question_name,
+    weighted_terms,
+)
+from rag_eval_assets.runs.significance import paired_test
+from rag_eval_assets.runs.store import Run
+
+
+@dataclass(frozen=True)
+class RankedRetriever:
+    retriever: str
+    value: float  # (weighted) mean over the questions where the metric is defined
+    ci_low: float
+    ci_high: float
+    n: int
+
+
+@dataclass(frozen=True)
+class KRanking:
+    k: int
+    metric: str
+    retrievers: tuple[RankedRetriever, ...]  # best first
+    margin: float | None  # leader minus runner-up over the questions both scored; None with one retriever
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    p_adjusted: float | None  # corrected across the k values, as the gate corrects across cells
+    significant: bool
+
+    def sentence(self) -> str:
+        """e.g. "k=10: hybrid leads, ndcg@k 0.716 vs bm25 0.677, +0.039 [+0.021, +0.058], p < 0.001"."""
+        leader = self.retrievers[0]
+        if len(self.retrievers) == 1:
+            return f"k={self.k}: {leader.retriever} alone, {self.metric} {leader.value:.3f}"
+        runner = self.retrievers[1]
+        verdict = "leads" if self.significant else "leads, not significantly"
+        return (
+            f"k={self.k}: {leader.retriever} {verdict}, {self.metric} {leader.value:.3f} vs {runner.retriever} "
+            f"{runner.value:.3f}, {self.margin:+.3f} [{self.ci_low:+.3f}, {self.ci_high:+.3f}], "
+            f"p {_p(self.p_adjusted)}"
+        )
+
+
+def rank_retrievers(run: Run, gate: GateSettings = GateSettings(), *, n_perm: int = 10000) -> list[KRanking]:
+    """One KRanking per k at which some metric has a value for every retriever of the run."""
+    per_query = run.per_query_frame()
+    per_query = per_query[per_query["value"].notna()]
+    weights = {row["query_id"]: float(row.get("weight") or 1.0) for row in run.results}
+    rankings = []
+    for k, at_k in per_query.groupby("k", sort=True):
+        retrievers = sorted(at_k["retriever"].unique())
+        shared = set.intersection(*(set(g["metric"]) for _, g in at_k.groupby("retriever")))
+        metric = choose_metric(shared, gate)
+        if metric is None:
+            continue
+        rows = at_k[at_k["metric"] == per_question_name(metric)]
+        wide = rows.pivot(index="query_id", columns="retriever", values="value")
+        ranked = sorted((_summary(r, wide[r].dropna(), weights) for r in retrievers), key=lambda s: (-s.value, s.retriever))
+        margin = ci_low = ci_high = p_value = None
+        if len(ranked) > 1:
+            pair = wide[[ranked[0].retriever, ranked[1].retriever]].dropna()
+            w = np.array([weights.get(q, 1.0) for q in pair.index])
+            diffs = weighted_terms(pair.iloc[:, 0].to_numpy() - pair.iloc[:, 1].to_numpy(), w)
+            test = paired_test(np.zeros(len(diffs)), diffs, n_perm=n_perm)
+            margin, ci_low, ci_high, p_value = test.delta, test.ci_low, test.ci_high, test.p_value
+        rankings.append(KRanking(int(k), metric, tuple(ranked), margin, ci_low, ci_high, p_value, None, False))
+    adjusted = adjust_p_values([r.p_value for r in rankings], gate.correction)
+    return [
+        KRanking(r.k, r.metric, r.retrievers, r.margin, r.ci_low, r.ci_high, r.p_value, p,
+                 p is not None and p < gate.alpha)
+        for r, p in zip(rankings, adjusted)
+    ]
+
+
+def ranking_frame(rankings: list[KRanking]) -> pd.DataFrame:
+    """One row per (k, retriever): rank, metric, value, ci_low, ci_high, n."""
+    return pd.DataFrame(
+        [(r.k, i + 1, s.retriever, r.metric, s.value, s.ci_low, s.ci_high, s.n)
+         for r in rankings for i, s in enumerate(r.retrievers)],
+        columns=["k", "rank", "retriever", "metric", "value", "ci_low", "ci_high", "n"],
+    )
+
+
+def _summary(retriever: str, values: pd.Series, weights: dict[str, float]) -> RankedRetriever:
+    w = np.array([weights.get(q, 1.0) for q in values.index])
+    scaled = weighted_terms(values.to_numpy(dtype=float), w)
+    low, high = bootstrap_ci(scaled)
+    return RankedRetriever(retriever, float(scaled.mean()), low, high, len(values))
+
+
+def _p(value: float | None) -> str:
+    return "—" if value is None else "< 0.001" if value < 0.001 else f"= {value:.3f}"
