@@ -147,6 +147,28 @@ def test_negative_questions_score_zero_hits_and_a_false_positive_for_labelled_it
     assert "false_positive@k" not in set(aggregate["metric"])
 
 
+def test_seed_001_negatives_count_chunks_of_documents_labelled_relevant() -> None:
+    """Seed 001 labels documents (gold_doc_ids), not chunks: at chunk level a negative question's false positive is
+    a retrieved chunk of any document labelled relevant for some question."""
+    gold = gold_frame([("pos", "a.1", 1, -1, "gold_doc_ids"), ("pos", "a.2", 1, -1, "gold_doc_ids")])
+    results = results_frame({"pos": ["a.1"], "neg": ["n.1", "a.2", "z.1"], "neg_clean": ["n.1", "z.1"]})
+    questions = questions_frame(
+        {"query_id": "pos"},
+        {"query_id": "neg", "type": "negative", "is_negative": True},
+        {"query_id": "neg_clean", "type": "negative", "is_negative": True},
+    )
+    per_query = retrieval_metrics(results, gold, questions, ks=(1, 2, 3))
+    # neg: rank 1 is n.1 (unlabelled document n), rank 2 is a.2 (document a is gold for "pos").
+    assert [values(per_query, "neg", k)["false_positive@k"] for k in (1, 2, 3)] == [0.0, 1.0, 1.0]
+    assert [values(per_query, "neg_clean", k)["false_positive@k"] for k in (1, 2, 3)] == [0.0, 0.0, 0.0]
+    rate = aggregate_metrics(per_query, questions, (), n_boot=50)
+    rate = rate[rate["metric"] == "false_positive_rate@k"]
+    assert dict(zip(rate["k"], rate["value"])) == {1: 0.0, 2: 0.5, 3: 0.5}
+    # At document level the document itself is the labelled item, as before.
+    doc_level = retrieval_metrics(results, gold, questions, ks=(1, 2), level="doc")
+    assert [values(doc_level, "neg", k)["false_positive@k"] for k in (1, 2)] == [0.0, 1.0]
+
+
 def support_case(groups: list[list[int]] | None) -> pd.DataFrame:
     """Supports 0 (two chunks: s0.1, s0.2), 1 (s1.1), 2 (s2.1); each query retrieves a different subset."""
     gold_rows = []

@@ -144,6 +144,10 @@ def naive_metrics(case: Case, level: str) -> dict[tuple[str, str, int, str], flo
     qrels = naive_qrels(case, level)
     lists = naive_lists(case, level)
     labelled_anywhere = {item for judged in qrels.values() for item in judged}
+    negatives = set(case.questions.loc[case.questions["is_negative"], "query_id"])
+    # At chunk level a chunk of a document labelled relevant as a whole is a negative's false positive too.
+    labelled_docs = {row.doc_id for row in case.gold.itertuples()
+                     if level == "chunk" and row.query_id not in negatives and row.source in ("gold_doc_ids", "qrels")}
     gold_by_query: dict[str, list] = {}
     for row in case.gold.itertuples():
         gold_by_query.setdefault(row.query_id, []).append(row)
@@ -155,7 +159,8 @@ def naive_metrics(case: Case, level: str) -> dict[tuple[str, str, int, str], flo
             for k in KS:
                 values = naive_question(level, question, qrels.get(question.query_id, {}), own, ranked[:k], k)
                 if question.is_negative:
-                    values["false_positive@k"] = float(any(t[0] in labelled_anywhere for t in ranked[:k]))
+                    values["false_positive@k"] = float(
+                        any(t[0] in labelled_anywhere or t[1] in labelled_docs for t in ranked[:k]))
                 out.update({(retriever, question.query_id, k, name): v for name, v in values.items()})
     return out
 

@@ -94,3 +94,19 @@ def test_folder_filter_reports_scope_miss_rate(tmp_path):
     table = pd.read_parquet(tmp_path / "store" / "assets" / "retrieval_metrics.parquet")
     scope = table[(table["metric"] == "scope_miss_rate") & (table["slice"] == "all")]
     assert len(scope) == 1 and 0.0 <= scope["value"].item() <= 1.0 and scope["n"].item() > 0
+
+
+def test_a_seed_002_evalset_without_rules_has_no_weighted_score(pipeline):
+    assets, _, _, _ = pipeline
+    table = pd.read_parquet(assets / "answer_metrics.parquet")
+    weighted = table[table["metric"] == "weighted_score"]
+    # One row per answer cell, each saying why it has no value, never a default 1.0.
+    assert len(weighted) == 6 and weighted["value"].isna().all()
+    assert set(weighted["note"]) == {"not applicable: no question has a seed 000 rule (must_include, "
+                                     "must_include_any, must_not_include, require_citation)"}
+    per_query = pd.read_parquet(assets / "answer_metrics_per_query.parquet")
+    assert not set(per_query["metric"]) & {"question_score", "include_rate", "safe_ok", "base_score"}
+    (run_dir,) = (assets.parent / "runs").iterdir()
+    summary = (run_dir / "summary.md").read_text(encoding="utf-8")
+    assert "- weighted_score: not applicable: no question has a seed 000 rule" in summary
+    assert "## Retrieval metrics (all questions)" in summary and "## Answer metrics (all questions)" in summary

@@ -107,3 +107,32 @@ def test_answer_grid_problems_name_their_keys(tmp_path):
     assert {p.field for p in info.value.problems} == {
         "llm.base_url", "llm.schema_mode", "answering.answerer", "answering.k_values"
     }
+
+
+def test_report_gate_settings(tmp_path):
+    from rag_eval_assets.runs.gate import GateSettings
+
+    base = "corpus: {id: c, path: d}\nevalset: {name: e, path: q}\n"
+    assert load_settings(_write(tmp_path, base)).report.gate == GateSettings()
+    gate = load_settings(_write(tmp_path, base + "report:\n  gate: {metric: hit@k, min_delta: -0.01, "
+                                "max_regressions: 2, alpha: 0.01, correction: bonferroni, "
+                                "significant_only: false}\n")).report.gate
+    assert gate == GateSettings(metric="hit@k", min_delta=-0.01, max_regressions=2, alpha=0.01,
+                                correction="bonferroni", significant_only=False)
+    with pytest.raises(InputError) as info:
+        load_settings(_write(tmp_path, base + "report:\n  gate: {correction: fdr, significant_only: maybe, "
+                             "min_delta: x, primary_metric: hit@k}\n"))
+    problems = {p.field: p.message for p in info.value.problems}
+    assert problems == {
+        "report.gate.correction": "'fdr' is not one of holm, bonferroni, none",
+        "report.gate.significant_only": "wrong type str",
+        "report.gate.min_delta": "wrong type str",
+        "report.gate.primary_metric": "unknown key; valid keys: metric, retrieval_metric, min_delta, "
+                                      "max_regressions, alpha, correction, significant_only",
+    }
+    with pytest.raises(InputError) as info:
+        load_settings(_write(tmp_path, base + "report:\n  gate: {alpha: 1.5, max_regressions: -1}\n"))
+    assert {p.field: p.message for p in info.value.problems} == {
+        "report.gate.alpha": "must be between 0 and 1, got 1.5",
+        "report.gate.max_regressions": "must be >= 0, got -1",
+    }

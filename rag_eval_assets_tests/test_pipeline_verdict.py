@@ -1,0 +1,109 @@
+"""The verdict end to end on a generated BEIR collection, through `rag-eval run` and `rag-eval compare`: a BM25
+broken on purpose is `worse` at every answer k, an identical re-run and a small parameter change are not, and the
+Dagster metadata leads with the verdict and holds the whole gate table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from rag_eval_assets.cli import main
+from rag_eval_assets_tests.synthetic_beir import write_collection
+
+ANSWER_KS = (5, 10)
+
+
+def _config(tmp: Path, collection: Path, k1: float, b: float) -> Path:
+    path = tmp / "rag_eval.yaml"
+    path.write_text(
+        f"storage_dir: {tmp / 'store'}\n"
+        f"corpus: {{id: synthetic, path: {collection}, language: en}}\n"
+        f"evalset: {{name: synthetic, path: {collection}}}\n"
+        "chunking: {chunk_size_chars: 100000, overlap_chars: 0}\n"
+        "retrievers: [bm25]\nk_values: [1, 3, 5, 10]\n"
+        f"answering: {{k_values: {list(ANSWER_KS)}}}\n"
+        f"retrieval: {{level: doc, bm25: {{k1: {k1}, b: {b}}}}}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory):
+    """Four runs into one store: the default BM25, the same again, k1 0.9 -> 1.0, and k1 0.05 with b 0."""
+    tmp = tmp_path_factory.mktemp("verdict")
+    collection = write_collection(tmp / "beir")
+    home = tmp / "home"
+    home.mkdir()
+    runs = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DAGSTER_HOME", str(home))
+        for name, k1, b in (("default", 0.9, 0.4), ("rerun", 0.9, 0.4), ("k1_1.0", 1.0, 0.4), ("broken", 0.05, 0.0)):
+            code = main(["--config", str(_config(tmp, collection, k1, b)), "run"])
+            newest = max((p for p in (tmp / "store" / "runs").iterdir() if not p.name.startswith(".")),
+                         key=lambda p: json.loads((p / "metrics.json").read_text())["run"]["created_at"] + p.name)
+            assert newest not in [r for _, r in runs.values()]
+            runs[name] = (code, newest)
+        with dg.DagsterInstance.get() as instance:
+            metadata = {key: instance.get_latest_materialization_event(dg.AssetKey(key)).asset_materialization.metadata
+                        for key in ("evaluation_run", "run_comparison")}
+    return tmp, runs, metadata
+
+
+def _compare(base: Path, cand: Path, out: Path) -> tuple[int, dict]:
+    code = main(["compare", "--base", str(base), "--cand", str(cand), "--out", str(out)])
+    return code, json.loads((out / "comparison.json").read_text(encoding="utf-8"))
+
+
+def test_the_pipeline_exits_non_zero_only_for_the_broken_bm25(nights):
+    _, runs, _ = nights
+    assert {name: code for name, (code, _) in runs.items()} == {"default": 0, "rerun": 0, "k1_1.0": 0, "broken": 1}
+    recorded = {name: json.loads((path / "comparison.json").read_text())["verdict"]
+                for name, (_, path) in runs.items() if name != "default"}
+    assert recorded == {"rerun": "no significant change", "k1_1.0": "no significant change", "broken": "worse"}
+    assert not (runs["default"][1] / "comparison.json").exists()
+
+
+def test_compare_gives_the_three_outcomes(nights, tmp_path, capsys):
+    _, runs, _ = nights
+    default = runs["default"][1]
+    code, same = _compare(default, runs["rerun"][1], tmp_path / "same")
+    assert (code, same["verdict"]) == (0, "no significant change")
+    assert all(c["delta"] == 0.0 and c["result"] == "no significant change" for c in same["cells"])
+    code, small = _compare(default, runs["k1_1.0"][1], tmp_path / "small")
+    assert (code, small["verdict"]) == (0, "no significant change")
+    code, broken = _compare(default, runs["broken"][1], tmp_path / "broken")
+    assert (code, broken["verdict"]) == (1, "worse")
+    cells = {c["k"]: c for c in broken["cells"]}
+    assert sorted(cells) == [1, 3, 5, 10] and all(c["metric"] == "ndcg@k" for c in cells.values())
+    for k in ANSWER_KS:
+        cell = cells[k]
+        # The relevant document falls from rank 1 to rank 4 on every query: nDCG 1 -> 1 / log2(5).
+        assert cell["delta"] == pytest.approx(1 / 2.321928094887362 - 1)
+        assert cell["result"] == "worse" and cell["ci_high"] < 0 and cell["p_adjusted"] < 0.001
+    assert broken["deciding_cells"] == ["bm25@1", "bm25@3", "bm25@5", "bm25@10"]
+    out = capsys.readouterr().out
+    assert "Verdict: WORSE (exit 1)" in out and "Verdict: NO SIGNIFICANT CHANGE (exit 0)" in out
+
+
+def test_the_ui_metadata_leads_with_the_verdict_and_holds_the_whole_gate_table(nights):
+    tmp, runs, metadata = nights
+    evaluation, comparison = metadata["evaluation_run"], metadata["run_comparison"]
+    assert list(evaluation)[:4] == ["verdict", "verdict_score", "gate", "ranking"]
+    assert evaluation["verdict"].value.startswith(f"worse against run {runs['k1_1.0'][1].name} (exit 1; decided by")
+    assert evaluation["verdict_score"].value == -1.0
+    assert evaluation["ndcg@10 bm25"].value == pytest.approx(1 / 2.321928094887362)
+    assert evaluation["ranking"].value == "- k=1: bm25 alone, ndcg@k 0.000\n- k=3: bm25 alone, ndcg@k 0.000\n" \
+        f"- k=5: bm25 alone, ndcg@k {1 / 2.321928094887362:.3f}\n- k=10: bm25 alone, ndcg@k {1 / 2.321928094887362:.3f}"
+    assert list(comparison)[:3] == ["verdict", "verdict_score", "gate"]
+    gate = comparison["gate"].value
+    for k in (1, 3, 5, 10):
+        assert f"| bm25@{k} | ndcg@k | 1.0000 |" in gate and gate.count("| worse |") == 4
+    table = pd.read_parquet(tmp / "store" / "assets" / "run_comparison.parquet")
+    gated = table[table["gate"]]
+    assert list(gated["k"]) == [1, 3, 5, 10] and set(gated["result"]) == {"worse"}
+    assert len(table) > len(gated) and table["metric"].nunique() > 5  # every metric's delta, not only the gate's
