@@ -143,46 +143,33 @@ def test_the_report_opens_with_the_verdict_then_the_ranking(worse_report: tuple[
     assert "No baseline run yet" in first_text
 
 
-def test_headless_chromium_renders_the_report(report: tuple[Run, Path], tmp_path: Path) -> None:
+def screenshot(page: Path, name: str, size: tuple[int, int], profile: Path) -> np.ndarray:
+    """`page` as rendered by a real headless Chromium, saved to test-artifacts/`name`; its RGB pixels."""
     if not CHROMIUM.exists():
         unavailable(f"{CHROMIUM} is missing: apt-get install -y chromium")
-    _, path = report
     ARTIFACTS.mkdir(exist_ok=True)
-    shot = ARTIFACTS / "report_screenshot.png"
+    shot = ARTIFACTS / name
     shot.unlink(missing_ok=True)
-    command = [
-        str(CHROMIUM),
-        "--headless",
-        *CHROMIUM_ARGS,
-        f"--user-data-dir={tmp_path / 'profile'}",
-        f"--screenshot={shot}",
-        "--window-size=1280,4000",
-        path.resolve().as_uri(),
-    ]
+    command = [str(CHROMIUM), "--headless", *CHROMIUM_ARGS, f"--user-data-dir={profile}", f"--screenshot={shot}",
+               f"--window-size={size[0]},{size[1]}", page.resolve().as_uri()]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
-    assert shot.stat().st_size > 10_000 and png_size(shot) == (1280, 4000)
-    pixels = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    assert shot.stat().st_size > 10_000 and png_size(shot) == size
+    return np.asarray(Image.open(shot).convert("RGB")).astype(int)
+
+
+def test_headless_chromium_renders_the_report(report: tuple[Run, Path], tmp_path: Path) -> None:
+    pixels = screenshot(report[1], "report_screenshot.png", (1280, 4000), tmp_path / "profile")
     not_white = np.any(pixels < 235, axis=2)
     # Chart colours (matplotlib's blue and orange bars), which only the embedded PNGs can have put there.
     coloured = (pixels.max(axis=2) - pixels.min(axis=2)) > 80
-    # The verdict and ranking text come first now; the charts still fill much of the 4000 pixels.
+    # The verdict and ranking text come first; the charts still fill much of the 4000 pixels.
     assert not_white.mean() > 0.03, not_white.mean()
     assert coloured.mean() > 0.005, coloured.mean()
 
 
 def test_the_verdict_is_visible_in_chromium(worse_report: tuple[Run, Path], tmp_path: Path) -> None:
     """The red verdict banner is on screen in the first 700 pixels of a real browser's rendering."""
-    if not CHROMIUM.exists():
-        unavailable(f"{CHROMIUM} is missing: apt-get install -y chromium")
-    _, path = worse_report
-    ARTIFACTS.mkdir(exist_ok=True)
-    shot = ARTIFACTS / "report_verdict_screenshot.png"
-    shot.unlink(missing_ok=True)
-    command = [str(CHROMIUM), "--headless", *CHROMIUM_ARGS, f"--user-data-dir={tmp_path / 'profile'}",
-               f"--screenshot={shot}", "--window-size=1280,900", path.resolve().as_uri()]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
-    pixels = np.asarray(Image.open(shot).convert("RGB")).astype(int)[:700]
+    pixels = screenshot(worse_report[1], "report_verdict_screenshot.png", (1280, 900), tmp_path / "profile")[:700]
     banner = np.all(np.abs(pixels - np.array([0xFB, 0xE3, 0xE3])) <= 2, axis=2)  # .verdict-worse background
     assert banner.sum() > 20_000, banner.sum()

@@ -33,11 +33,15 @@ def version_metadata(versions: VersionTuple) -> dict[str, dg.MetadataValue]:
 
 
 def preview(df: pd.DataFrame, columns: list[str] | None = None) -> dg.MetadataValue:
+    """The first PREVIEW_ROWS rows as Markdown, then a line saying how many more the asset's table holds."""
     head = df[columns] if columns else df
     head = head.head(PREVIEW_ROWS).copy()
     for col in head.columns:
         head[col] = head[col].map(lambda v: _cut(str(v)))
-    return dg.MetadataValue.md(head.to_markdown(index=False) if len(head) else "_empty_")
+    text = head.to_markdown(index=False) if len(head) else "_empty_"
+    if len(df) > PREVIEW_ROWS:
+        text += f"\n\n_… {len(df) - PREVIEW_ROWS} more rows in this asset's Parquet table_"
+    return dg.MetadataValue.md(text)
 
 
 def _cut(text: str) -> str:
