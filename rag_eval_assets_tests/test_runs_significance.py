@@ -91,3 +91,12 @@ def test_columns_get_the_same_result_alone_or_together() -> None:
         got = (together[j].delta, together[j].ci_low, together[j].ci_high)
         assert got == pytest.approx((alone.delta, alone.ci_low, alone.ci_high), rel=1e-12, abs=1e-15)
     assert len({t.n for t in together}) > 1
+
+
+def test_unchanged_questions_do_not_blur_an_exact_test() -> None:
+    # Two questions of 66 moved up by 1: only their signs can flip, so p is exactly 2 / 4, however many pairs tied.
+    diffs = [1.0, 1.0] + [0.0] * 64
+    assert sign_flip_p_value(diffs) == (0.5, True)
+    many = np.r_[np.ones(20), np.zeros(100)]  # 2**20 patterns > n_perm: sampled over the moved ones only
+    p, exact = sign_flip_p_value(many, n_perm=5000)
+    assert not exact and p == pytest.approx(1 / 5001)

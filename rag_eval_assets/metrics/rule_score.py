@@ -37,6 +37,9 @@ class RuleScore:
     forbidden: tuple[str, ...]  # must_not_include items present
 
 
+RULE_FIELDS = ("must_include", "must_include_any", "must_not_include", "require_citation")
+
+
 def has_rules(question: Question) -> bool:
     """Seed 000's score applies only to a question with at least one rule; for any other it is not applicable."""
     return bool(question.must_include or question.must_include_any or question.must_not_include

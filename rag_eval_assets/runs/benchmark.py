@@ -4,7 +4,8 @@ benchmark score over them.
 Aggregation rule: summary.weighted_score = sum(w_d * score_d) / sum(w_d) over the datasets d, where score_d is the
 dataset's own weighted_score (seed 000 section 5) and w_d its `weight` from the configuration. When no dataset has a
 weight, w_d is the dataset's question count n_d, so every question weighs the same whichever dataset it is in.
-Giving a weight to some datasets and not to others is an error: there is no fair default to mix with.
+Giving a weight to some datasets and not to others is an error: there is no fair default to mix with. So is a
+dataset whose evalset has no seed 000 rule: the weighted score is not applicable to any of its questions.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 import yaml
 
 from rag_eval_assets.errors import InputError, InputProblem
+from rag_eval_assets.evalset.load import load_evalset
+from rag_eval_assets.metrics.rule_score import RULE_FIELDS, has_rules
 
 DATASET_KEYS = ("name", "corpus", "evalset", "weight")
 
@@ -84,6 +87,9 @@ def load_benchmark_config(path: str | Path) -> BenchmarkConfig:
         weight = item.get("weight")
         if weight is not None and not _positive_number(weight):
             bad.append(InputProblem(file, index, "weight", f"must be a number > 0, got {weight!r}"))
+        if "evalset" in paths and paths["evalset"].exists() and not any(map(has_rules, load_evalset(paths["evalset"]))):
+            bad.append(InputProblem(file, index, "evalset", f"{paths['evalset']} has no question with a seed 000 rule "
+                                    f"({', '.join(RULE_FIELDS)}): it has no weighted_score to aggregate"))
         problems += bad
         if not bad:
             datasets.append(BenchmarkDataset(name, paths["corpus"], paths["evalset"], _float_or_none(weight)))

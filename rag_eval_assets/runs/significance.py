@@ -74,12 +74,14 @@ def paired_test(
 
 
 def sign_flip_p_values(diffs: ArrayLike, *, n_perm: int = 10000, seed: int = 0) -> tuple[np.ndarray, bool]:
-    """Two-sided p-value of the mean of each column of an (n, m) matrix of paired differences, and whether they are
-    exact.
+    """Two-sided p-value of the mean of each column of an (n, m) matrix of paired differences, and whether all of
+    them are exact.
 
-    With 2**n <= n_perm every sign pattern is enumerated and the p-values are exact. Otherwise `n_perm` random patterns
-    are drawn (deterministically from `seed` and n) and p = (1 + extreme) / (1 + n_perm), which never reports 0 for
-    a finite sample (Phipson & Smyth 2010).
+    A zero difference has no sign to flip, so only a column's non-zero differences matter. With 2**nonzero <= n_perm
+    every sign pattern of those is enumerated and the p-value is exact (two questions that moved out of 66 give
+    exactly 0.5). Otherwise `n_perm` random patterns are drawn (deterministically from `seed` and the column's
+    number of non-zero differences) and p = (1 + extreme) / (1 + n_perm), which never reports 0 for a finite sample
+    (Phipson & Smyth 2010).
     """
     d = np.asarray(diffs, dtype=float)
     if d.ndim != 2:
@@ -90,19 +92,27 @@ def sign_flip_p_values(diffs: ArrayLike, *, n_perm: int = 10000, seed: int = 0) 
     if n == 0:
         return np.full(m, np.nan), True
     observed = np.abs(d.mean(axis=0)) - TOLERANCE
-    if 2**n <= n_perm:
-        patterns = ((np.arange(2**n)[:, None] >> np.arange(n)) & 1) * 2.0 - 1.0
-        extreme = np.count_nonzero(np.abs(patterns @ d) / n >= observed, axis=0)
-        p_values, exact = extreme / 2**n, True
-    else:
-        rng = np.random.default_rng(seed)
-        extreme = np.zeros(m, dtype=np.int64)
+    nonzero = np.count_nonzero(d, axis=0)
+    p_values = np.ones(m)
+    all_exact = True
+    # Columns with as many non-zero differences share their sign patterns.
+    for count in map(int, np.unique(nonzero[observed > 0])):
+        columns = np.flatnonzero((nonzero == count) & (observed > 0))
+        moved = np.column_stack([d[d[:, j] != 0, j] for j in columns])
+        if 2**count <= n_perm:
+            patterns = ((np.arange(2**count)[:, None] >> np.arange(count)) & 1) * 2.0 - 1.0
+            extreme = np.count_nonzero(np.abs(patterns @ moved) / n >= observed[columns], axis=0)
+            p_values[columns] = extreme / 2**count
+            continue
+        all_exact = False
+        rng = np.random.default_rng([seed, count])
+        extreme = np.zeros(len(columns), dtype=np.int64)
         for start in range(0, n_perm, BLOCK):
             size = min(BLOCK, n_perm - start)
             # Eight signs per random byte: drawing the patterns costs less than multiplying with them.
-            bits = np.unpackbits(rng.integers(0, 256, size=(size, (n + 7) // 8), dtype=np.uint8), axis=1, count=n)
-            extreme += np.count_nonzero(np.abs((bits * 2.0 - 1.0) @ d) / n >= observed, axis=0)
-        p_values, exact = (1 + extreme) / (1 + n_perm), False
-    # No change at all: every pattern ties with the data.
-    return np.where(observed <= 0, 1.0, p_values), exact
-
+            bits = np.unpackbits(rng.integers(0, 256, size=(size, (count + 7) // 8), dtype=np.uint8), axis=1,
+                                 count=count)
+            extreme += np.count_nonzero(np.abs((bits * 2.0 - 1.0) @ moved) / n >= observed[columns], axis=0)
+        p_values[columns] = (1 + extreme) / (1 + n_perm)
+    # A column with no change at all keeps p = 1: every pattern ties with the data.
+    return p_values, all_exact
