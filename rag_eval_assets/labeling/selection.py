@@ -12,9 +12,6 @@ from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.labeling.labels import is_labeled
 from rag_eval_assets.runs.store import read_run
 
-ONLY = ("unlabeled", "failing", "all")
-
-
 def select(questions: list[Question], only: str, failing: set[str] | None = None) -> list[Question]:
     if only == "unlabeled":
         return [q for q in questions if not is_labeled(q)]
