@@ -107,12 +107,17 @@ class LabelApp(App[str]):
         s = self.session
         d = s.decision
         changes = "● unsaved changes" if s.dirty else "saved"
-        status = (f" {s.index + 1} / {len(s.order)}   selected {len(d.selected)}   "
+        at = self.query_one("#chunks", ListView).index
+        status = (f" {s.index + 1} / {len(s.order)}   chunk {'-' if at is None else at + 1}/{len(s.candidates)}   "
+                  f"selected {len(d.selected)}   "
                   f"answerable {'yes' if d.answerable else 'no'}   {changes}   [{s.source.name}, k={s.k}]   ? keys")
         self.query_one("#status", Static).update(status)
 
     def _say(self, message: str) -> None:
         self.query_one("#message", Static).update(message)
+
+    def on_list_view_highlighted(self) -> None:
+        self._refresh_status()
 
     # Keys.
 

@@ -1,7 +1,7 @@
 """A question's labels as the labeler sees them (which shown chunks are gold) and as the file holds them.
 
 Seed 002 files get anchor gold_supports; seed 001 files get gold_chunk_ids / gold_doc_ids. Existing gold is kept
-unless every shown chunk it matches was unmarked; marked chunks that no remaining label covers get a new label.
+unless every shown chunk it matches was unmarked; each marked chunk that no remaining label covers gets a new one.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import dataclasses
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from rag_eval_assets.corpus.gold import normalise_for_match, resolve_gold
+from rag_eval_assets.corpus.gold import resolve_gold
 from rag_eval_assets.corpus.headings import normalise_heading_path
-from rag_eval_assets.evalset.schema import GoldSupport, Question
+from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.labeling.candidates import Candidate, candidates_frame
 from rag_eval_assets.labeling.snippets import choose_snippets
 
@@ -87,23 +87,9 @@ def _write_supports(record: dict[str, Any], q: Question, candidates: list[Candid
     # (its chunk ranked below k) says nothing about it and stays.
     kept = [i for i, matched in enumerate(hits) if not (matched and matched <= unmarked)]
     supports = [dict(raw[i]) for i in kept]
-    anchors = [q.gold_supports[i] for i in kept]
     covered = set().union(*(hits[i] for i in kept)) if kept else set()
-    for candidate in marked:
-        if candidate.chunk_id in covered:
-            continue
-        new = support_for(candidate, avoid(candidate))
-        same = next((i for i, a in enumerate(anchors) if a.rel_path == new["rel_path"] and a.snippets
-                     and normalise_heading_path(a.heading_path) == new["heading_path"]), None)
-        if same is None:
-            supports.append(new)
-            anchors.append(GoldSupport(new["rel_path"], new["heading_path"], tuple(new["snippets"])))
-            continue
-        known = {normalise_for_match(s) for s in anchors[same].snippets}
-        extra = [s for s in new["snippets"] if normalise_for_match(s) not in known]
-        if extra:
-            supports[same]["snippets"] = [*supports[same].get("snippets", []), *extra]
-            anchors[same] = dataclasses.replace(anchors[same], snippets=(*anchors[same].snippets, *extra))
+    # A marked chunk some kept support already matches adds nothing: that is what keeps supports unduplicated.
+    supports.extend(support_for(c, avoid(c)) for c in marked if c.chunk_id not in covered)
     record["gold_supports"] = supports
     groups = record.get("required_support_groups")
     if groups is not None and len(kept) < len(raw):
