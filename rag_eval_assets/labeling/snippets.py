@@ -33,13 +33,16 @@ def choose_snippets(text: str, avoid: Sequence[str] = ()) -> tuple[str, ...]:
     """
     haystack = normalise_for_match(text)
     elsewhere = [normalise_for_match(t) for t in avoid]
-    best_per_piece: list[tuple[float, int, str]] = []
+    clean: list[tuple[float, int, str]] = []
+    shared: list[tuple[float, int, str]] = []
     for order, piece in enumerate(_PIECE_BREAK.split(text)):
         once = [span for span in _spans(piece) if _once(normalise_for_match(span), haystack)]
-        candidates = [s for s in once if not any(normalise_for_match(s) in other for other in elsewhere)] or once
-        if candidates:
-            best = max(candidates, key=_score)
-            best_per_piece.append((_score(best), -order, best))
+        own = [span for span in once if not any(normalise_for_match(span) in other for other in elsewhere)]
+        for found, spans in ((clean, own), (shared, once)):
+            if spans:
+                best = max(spans, key=_score)
+                found.append((_score(best), -order, best))
+    best_per_piece = clean or shared
     if not best_per_piece:
         whole = " ".join(text.split())
         return (whole,) if whole and len(whole) <= MAX_CHARS * 2 else ()
