@@ -18,6 +18,10 @@ from rag_eval_assets.settings import Settings
 
 
 def label(settings: Settings, evalset: Path, retriever: str, sut_url: str | None, k: int, only: str) -> int:
+    run = latest_run(settings.runs_dir) if only == "failing" else None
+    if only == "failing" and run is None:
+        print(f"error: --only failing needs a run; {settings.runs_dir} holds none", file=sys.stderr)
+        return 2
     documents = load_corpus(settings.corpus.path)
     if sut_url:
         source = SutCandidates(settings, sut_url)
@@ -28,11 +32,7 @@ def label(settings: Settings, evalset: Path, retriever: str, sut_url: str | None
     check = ResolutionCheck(documents, settings.corpus.id, ChunkerParams(c.chunk_size_chars, c.overlap_chars))
     try:
         failing = None
-        if only == "failing":
-            run = latest_run(settings.runs_dir)
-            if run is None:
-                print(f"error: --only failing needs a run; {settings.runs_dir} holds none", file=sys.stderr)
-                return 2
+        if run is not None:
             chunks = None if source.name == HTTP else source.chunks
             failing = failing_ids(run, source.name, k, load_evalset(evalset), chunks)
             print(f"{len(failing)} question(s) miss their gold in the top {k} of {source.name} in run {run.name}",
