@@ -336,6 +336,16 @@ def _backfill(args: argparse.Namespace) -> int:
     return subprocess.run(command, env=env, check=False).returncode
 
 
+def _label(args: argparse.Namespace) -> int:
+    from rag_eval_assets.labeling.command import label
+
+    settings = _configured(args)
+    if settings is None:
+        print("error: no rag_eval.yaml here; give --config (the corpus to retrieve from)", file=sys.stderr)
+        return 2
+    return label(settings, Path(args.evalset), args.retriever, args.sut_url, args.k, args.only)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rag-eval", description=__doc__)
     parser.add_argument("--config", help="configuration file (default: $RAG_EVAL_CONFIG or ./rag_eval.yaml)")
@@ -407,6 +417,17 @@ def build_parser() -> argparse.ArgumentParser:
     bf.add_argument("--grid", choices=("answers", "retrieval"), default="answers",
                     help="answers: answers and judged answers (retriever x k); retrieval: retrieval results")
     bf.set_defaults(func=_backfill)
+    lb = sub.add_parser("label", help="label gold supports in a full-screen terminal app (seed 002 label_eval.py)")
+    lb.add_argument("--evalset", required=True, help="a seed 002 or seed 001 JSONL (or a plain id/question list)")
+    source = lb.add_mutually_exclusive_group()
+    source.add_argument("--retriever", choices=("bm25", "dense", "hybrid"), default="hybrid",
+                        help="our retriever over the configured corpus (default hybrid)")
+    source.add_argument("--sut-url", help="the HTTP service under test instead, asked with debug=true and K=k")
+    lb.add_argument("--k", type=int, default=20, help="chunks shown per question (default 20)")
+    lb.add_argument("--only", choices=("unlabeled", "failing", "all"), default="all",
+                    help="unlabeled: no gold yet; failing: gold not in the top k of the latest run")
+    lb.add_argument("--config", default=argparse.SUPPRESS, help="configuration file (as before the subcommand)")
+    lb.set_defaults(func=_label)
     return parser
 
 

@@ -347,10 +347,14 @@ def test_explicit_format_overrides_detection(tmp_path: Path) -> None:
     assert as_seed000.raw["gold_doc_ids"] == ["d1"]
 
 
-def test_jsonl_with_only_id_and_question_is_seed000(tmp_path: Path) -> None:
+def test_jsonl_with_only_id_and_question_is_seed002_without_gold(tmp_path: Path) -> None:
     path = tmp_path / "plain.jsonl"
-    path.write_text('{"id": "a", "question": "q?"}\n', encoding="utf-8")
-    assert detect_format(path) == "seed000"
+    path.write_text('{"id": "a", "question": "q?"}\n{"id": "b", "question": "r?"}\n', encoding="utf-8")
+    assert detect_format(path) == "seed002"
+    questions = load_evalset(path)
+    assert [(q.id, q.format, q.answerable, q.gold_supports) for q in questions] == [
+        ("a", "seed002", True, ()), ("b", "seed002", True, ())
+    ]
 
 
 def test_gold_supports_with_generated_query_keys_is_seed004(tmp_path: Path) -> None:

@@ -64,7 +64,8 @@ def format_of_records(file: str, records: list[Record], problems: list[InputProb
     if len(matched) == 1:
         return next(iter(matched))
     if not matched and {"id", "question"} <= keys:
-        return "seed000"
+        # A plain list of questions is a seed 002 evalset with no gold yet: what `rag-eval label` starts from.
+        return "seed002"
     if matched:
         which = "; ".join(f"{name} ({', '.join(found)})" for name, found in matched.items())
         message = f"keys of contradictory formats: {which}; pass the format explicitly"

@@ -1,0 +1,147 @@
+"""The chunks shown for a question: the top k of one of our retrievers over the configured corpus, built in
+process (no Dagster, no stored index), or of the HTTP service under test asked with debug=true."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from rag_eval_assets.corpus.chunking import ChunkerParams, chunk_documents
+from rag_eval_assets.corpus.load import load_corpus
+from rag_eval_assets.corpus.model import Document
+from rag_eval_assets.evalset.schema import Question
+from rag_eval_assets.http_retry import RetryPolicy
+from rag_eval_assets.retrieval.analyzers import get_analyzer
+from rag_eval_assets.retrieval.bm25 import BM25Index
+from rag_eval_assets.retrieval.dense import DenseIndex
+from rag_eval_assets.retrieval.embedding_cache import EmbeddingCache
+from rag_eval_assets.retrieval.encoders import get_encoder
+from rag_eval_assets.retrieval.http_sut import HttpSutClient, HttpSutConfig
+from rag_eval_assets.retrieval.retrievers import Bm25Retriever, DenseRetriever, HybridRetriever, run_retriever
+from rag_eval_assets.settings import Settings
+
+RETRIEVERS = ("bm25", "dense", "hybrid")
+HTTP = "http"  # the retriever name of the service under test, as in the run store
+
+
+@dataclass(frozen=True)
+class Candidate:
+    rank: int
+    chunk_id: str
+    doc_id: str
+    rel_path: str
+    heading_path: str
+    page: int | None
+    text: str
+    score: float | None
+    components: tuple[tuple[str, float | None], ...]  # (name, score) of the parts a fused score came from
+
+
+def candidates_frame(candidates: list[Candidate]) -> pd.DataFrame:
+    """Candidates shaped like the chunks table, for resolving gold against them."""
+    return pd.DataFrame(
+        {
+            "chunk_id": [c.chunk_id for c in candidates],
+            "doc_id": [c.doc_id for c in candidates],
+            "rel_path": [c.rel_path for c in candidates],
+            "heading_path": [c.heading_path for c in candidates],
+            "page": pd.array([c.page for c in candidates], dtype="Int64"),
+            "text": [c.text for c in candidates],
+        }
+    )
+
+
+class CorpusCandidates:
+    """One of our retrievers (bm25, dense, hybrid) over the configured corpus and chunking."""
+
+    def __init__(self, settings: Settings, retriever: str, documents: list[Document] | None = None):
+        if retriever not in RETRIEVERS:
+            raise ValueError(f"unknown retriever {retriever!r}; valid: {', '.join(RETRIEVERS)}")
+        self.name = retriever
+        self.settings = settings
+        self.documents = documents if documents is not None else load_corpus(settings.corpus.path)
+        c = settings.chunking
+        self.chunks = chunk_documents(self.documents, settings.corpus.id, ChunkerParams(c.chunk_size_chars,
+                                                                                          c.overlap_chars))
+        self._cache: EmbeddingCache | None = None
+        self._retriever = self._build(retriever)
+
+    def _build(self, name: str) -> Bm25Retriever | DenseRetriever | HybridRetriever:
+        r = self.settings.retrieval
+        texts = self.chunks["text"].tolist()
+        analyzer = get_analyzer(self.settings.corpus.language)
+        bm25 = Bm25Retriever(BM25Index.build([analyzer(t) for t in texts], k1=float(r.bm25.k1), b=float(r.bm25.b),
+                                             variant=r.bm25.variant), analyzer)
+        if name == "bm25":
+            return bm25
+        self._cache = EmbeddingCache(Path(self.settings.cache_dir) / "embeddings.sqlite")
+        dense = DenseRetriever(DenseIndex.build(texts, get_encoder(r.dense.model), self._cache))
+        if name == "dense":
+            return dense
+        h = r.hybrid
+        return HybridRetriever(bm25, dense, h.method, h.rrf_k, float(h.alpha), h.candidate_depth)
+
+    def top(self, question: Question, k: int) -> list[Candidate]:
+        folders = [list(question.folders)] if self.settings.retrieval.folder_filter else None
+        results = run_retriever(self.name, self._retriever, [question.id], [question.question], self.chunks, k,
+                                folders=folders)
+        info = self.chunks.set_index("chunk_id")
+        candidates = []
+        for r in results.itertuples(index=False):
+            chunk = info.loc[r.chunk_id]
+            parts = {"bm25": (("bm25", _number(r.score_bm25)),), "dense": (("dense", _number(r.score_dense)),),
+                     "hybrid": (("bm25", _number(r.score_bm25)), ("dense", _number(r.score_dense)))}[self.name]
+            candidates.append(Candidate(int(r.rank), r.chunk_id, r.doc_id, chunk["rel_path"], chunk["heading_path"],
+                                        None if pd.isna(chunk["page"]) else int(chunk["page"]), chunk["text"],
+                                        _number(r.score), parts))
+        return candidates
+
+    def neighbours(self, candidate: Candidate) -> list[str]:
+        """The texts of the other chunks of the candidate's document."""
+        same = self.chunks[(self.chunks["rel_path"] == candidate.rel_path) & (self.chunks["chunk_id"] != candidate.chunk_id)]
+        return same["text"].tolist()
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
+
+
+class SutCandidates:
+    """The service under test (seed 002's debug contract), with the retry policy and key of `retrieval.http`."""
+
+    name = HTTP
+
+    def __init__(self, settings: Settings, base_url: str):
+        h = settings.retrieval.http
+        headers = {}
+        if h.api_key_env:
+            key = os.environ.get(h.api_key_env)
+            if not key:
+                raise ValueError(f"retrieval.http.api_key_env names {h.api_key_env}, which is not set")
+            headers["Authorization"] = f"Bearer {key}"
+        self._client = HttpSutClient(HttpSutConfig(base_url=base_url, path=h.path, headers=headers,
+                                                   connect_timeout=h.connect_timeout, read_timeout=h.read_timeout,
+                                                   retry=RetryPolicy(max_attempts=h.max_attempts)))
+
+    def top(self, question: Question, k: int) -> list[Candidate]:
+        response = self._client.ask(question.question, k)
+        # The service's chunks are its own: doc_id is the note's rel_path, as for the pipeline's http retriever.
+        return [
+            Candidate(c.rank, c.chunk_id, c.rel_path, c.rel_path, c.heading_path, None, c.text, c.score_final,
+                      (("vector", c.score_vector), ("lexical", c.score_lexical)))
+            for c in response.chunks
+        ]
+
+    def neighbours(self, candidate: Candidate) -> list[str]:
+        """Nothing beyond what it returned is known of the service's chunks."""
+        return []
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _number(value: object) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
