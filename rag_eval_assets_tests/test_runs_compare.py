@@ -318,3 +318,14 @@ def test_write_run_records_the_comparison_with_its_baseline(tmp_path: Path, base
     assert "**Verdict: NO SIGNIFICANT CHANGE (exit 0): candidate next against base base" in run.summary
     first = read_run(base.path)
     assert first.comparison is None and not (base.path / "comparison.json").exists()
+
+
+def test_the_ranking_sentence_shows_the_corrected_p_value_beside_the_raw_one() -> None:
+    from rag_eval_assets.runs.ranking import KRanking, RankedRetriever
+
+    a, b = RankedRetriever("hybrid", 0.716, 0.69, 0.74, 300), RankedRetriever("bm25", 0.677, 0.65, 0.70, 300)
+    corrected = KRanking(10, "ndcg@k", (a, b), 0.039, 0.021, 0.058, 0.012, 0.048, True)
+    assert corrected.sentence() == ("k=10: hybrid leads, ndcg@k 0.716 vs bm25 0.677, +0.039 [+0.021, +0.058], "
+                                    "p = 0.012, p_adj = 0.048")
+    alone = KRanking(10, "ndcg@k", (a, b), 0.039, 0.021, 0.058, 0.0001, 0.0001, True)
+    assert alone.sentence().endswith("+0.039 [+0.021, +0.058], p < 0.001")

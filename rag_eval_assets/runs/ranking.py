@@ -42,7 +42,8 @@ class KRanking:
     significant: bool
 
     def sentence(self) -> str:
-        """e.g. "k=10: hybrid leads, ndcg@k 0.716 vs bm25 0.677, +0.039 [+0.021, +0.058], p < 0.001"."""
+        """e.g. "k=10: hybrid leads, ndcg@k 0.716 vs bm25 0.677, +0.039 [+0.021, +0.058], p < 0.001"; the corrected
+        p-value, which decides "leads", follows as p_adj when the correction changed it."""
         leader = self.retrievers[0]
         if len(self.retrievers) == 1:
             return f"k={self.k}: {leader.retriever} alone, {self.metric} {leader.value:.3f}"
@@ -51,7 +52,7 @@ class KRanking:
         return (
             f"k={self.k}: {leader.retriever} {verdict}, {self.metric} {leader.value:.3f} vs {runner.retriever} "
             f"{runner.value:.3f}, {self.margin:+.3f} [{self.ci_low:+.3f}, {self.ci_high:+.3f}], "
-            f"p {_p(self.p_adjusted)}"
+            f"p {_p(self.p_value)}" + (f", p_adj {_p(self.p_adjusted)}" if self.p_adjusted != self.p_value else "")
         )
 
 
