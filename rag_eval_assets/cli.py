@@ -54,16 +54,25 @@ def _execute(config_file: Path, instance_dir: Path | None = None) -> tuple[bool,
 def _run(args: argparse.Namespace) -> int:
     from rag_eval_assets.settings import load_settings
 
+    from rag_eval_assets.reports.html import REPORT_FILE
+    from rag_eval_assets.runs.compare import recorded_verdict
+    from rag_eval_assets.runs.store import COMPARISON_JSON, list_runs
+
     settings = load_settings(args.config)
+    before = set(list_runs(settings.runs_dir))
     ok, errors = _execute(settings.config_file)
     for error in errors:
         print(error, file=sys.stderr)
     if ok:
-        from rag_eval_assets.reports.html import REPORT_FILE
-        from rag_eval_assets.runs.store import latest_run
-
-        run_dir = latest_run(settings.runs_dir)
         print(f"tables written under {settings.assets_dir}")
+    # A run whose gate failed still wrote its run directory and report: say where, and the verdict, either way.
+    written = [path for path in list_runs(settings.runs_dir) if path not in before]
+    if written:
+        run_dir = written[0]
+        comparison = run_dir / COMPARISON_JSON
+        verdict = recorded_verdict(json.loads(comparison.read_text(encoding="utf-8"))) if comparison.is_file() \
+            else "no baseline run yet: nothing to compare"
+        print(f"verdict: {verdict}")
         print(f"run directory: {run_dir}")
         print(f"report: {run_dir / REPORT_FILE}")
     return 0 if ok else 1

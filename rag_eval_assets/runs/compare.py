@@ -415,6 +415,13 @@ def verdict_line(c: Comparison) -> str:
     return f"{head}; decided by " + ", ".join(_cell_summary(cell) for cell in deciding)
 
 
+def recorded_verdict(comparison: dict[str, Any]) -> str:
+    """One line from a comparison.json record: "worse against run X (exit 1; decided by bm25@5, bm25@10)"."""
+    deciding = ", ".join(comparison["deciding_cells"]) or "none"
+    return (f"{comparison['verdict']} against run {comparison['base_run_id']} "
+            f"(exit {comparison['exit_code']}; decided by {deciding})")
+
+
 def _cell_summary(c: GateCell) -> str:
     return (f"{c.retriever}@{c.k} {c.metric} {c.base:.3f} -> {c.cand:.3f} ({c.delta:+.3f} "
             f"[{c.ci_low:+.3f}, {c.ci_high:+.3f}], p_adj {_p(c.p_adjusted)})")

@@ -26,6 +26,7 @@ from rag_eval_assets.runs.compare import (
     delta_rows,
     gate_rows,
     gate_settings_line,
+    recorded_verdict,
 )
 from rag_eval_assets.runs.ranking import rank_retrievers
 from rag_eval_assets.runs.reproducibility import reproducibility_fields
@@ -92,12 +93,9 @@ def verdict_metadata(comparison: dict | None) -> dict[str, dg.MetadataValue]:
     """The verdict first, then the whole gate table (one row per retriever and k, never cut)."""
     if comparison is None:
         return {"verdict": dg.MetadataValue.text(NO_BASELINE)}
-    verdict = comparison["verdict"]
-    deciding = ", ".join(comparison["deciding_cells"]) or "none"
     return {
-        "verdict": dg.MetadataValue.text(f"{verdict} against run {comparison['base_run_id']} "
-                                         f"(exit {comparison['exit_code']}; decided by {deciding})"),
-        "verdict_score": dg.MetadataValue.float(VERDICT_SCORE[verdict]),
+        "verdict": dg.MetadataValue.text(recorded_verdict(comparison)),
+        "verdict_score": dg.MetadataValue.float(VERDICT_SCORE[comparison["verdict"]]),
         "gate": dg.MetadataValue.md(
             gate_settings_line(comparison["gate"]) + "\n\n" + markdown_table(GATE_HEADERS, gate_rows(comparison["cells"]))
         ),
