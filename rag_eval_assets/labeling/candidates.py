@@ -3,7 +3,6 @@ process (no Dagster, no stored index), or of the HTTP service under test asked w
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,13 +12,12 @@ from rag_eval_assets.corpus.chunking import ChunkerParams, chunk_documents
 from rag_eval_assets.corpus.load import load_corpus
 from rag_eval_assets.corpus.model import Document
 from rag_eval_assets.evalset.schema import Question
-from rag_eval_assets.http_retry import RetryPolicy
 from rag_eval_assets.retrieval.analyzers import get_analyzer
 from rag_eval_assets.retrieval.bm25 import BM25Index
 from rag_eval_assets.retrieval.dense import DenseIndex
 from rag_eval_assets.retrieval.embedding_cache import EmbeddingCache
 from rag_eval_assets.retrieval.encoders import get_encoder
-from rag_eval_assets.retrieval.http_sut import HttpSutClient, HttpSutConfig
+from rag_eval_assets.retrieval.http_sut import client_for
 from rag_eval_assets.retrieval.retrievers import Bm25Retriever, DenseRetriever, HybridRetriever, run_retriever
 from rag_eval_assets.settings import Settings
 
@@ -115,16 +113,7 @@ class SutCandidates:
     name = HTTP
 
     def __init__(self, settings: Settings, base_url: str):
-        h = settings.retrieval.http
-        headers = {}
-        if h.api_key_env:
-            key = os.environ.get(h.api_key_env)
-            if not key:
-                raise ValueError(f"retrieval.http.api_key_env names {h.api_key_env}, which is not set")
-            headers["Authorization"] = f"Bearer {key}"
-        self._client = HttpSutClient(HttpSutConfig(base_url=base_url, path=h.path, headers=headers,
-                                                   connect_timeout=h.connect_timeout, read_timeout=h.read_timeout,
-                                                   retry=RetryPolicy(max_attempts=h.max_attempts)))
+        self._client = client_for(settings.retrieval.http, base_url)
 
     def top(self, question: Question, k: int) -> list[Candidate]:
         response = self._client.ask(question.question, k)

@@ -19,6 +19,7 @@ A response off this shape raises InputError naming the URL and every bad field
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +31,7 @@ import pandas as pd
 
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.http_retry import RetryPolicy, send_with_retries
+from rag_eval_assets.settings import HttpSettings
 
 CHUNK_LIST_KEYS = ("retrieved_chunks", "chunks")
 # Required string fields of a chunk, and whether "" is allowed ("" heading_path: text before any heading).
@@ -308,4 +310,25 @@ def sut_chunks_frame(results: pd.DataFrame) -> pd.DataFrame:
             "page": pd.array([None] * len(seen), dtype="Int64"),
             "text": seen["text"].to_numpy(),
         }
+    )
+
+
+def client_for(http: HttpSettings, base_url: str | None = None) -> HttpSutClient:
+    """The client of `retrieval.http` (its key from the environment variable it names, its timeouts and retries),
+    at `base_url` when given instead of the configured one."""
+    headers = {}
+    if http.api_key_env:
+        key = os.environ.get(http.api_key_env)
+        if not key:
+            raise ValueError(f"retrieval.http.api_key_env names {http.api_key_env}, which is not set in the environment")
+        headers["Authorization"] = f"Bearer {key}"
+    return HttpSutClient(
+        HttpSutConfig(
+            base_url=base_url or http.base_url,
+            path=http.path,
+            headers=headers,
+            connect_timeout=http.connect_timeout,
+            read_timeout=http.read_timeout,
+            retry=RetryPolicy(max_attempts=http.max_attempts),
+        )
     )

@@ -1,6 +1,5 @@
 """Building retrievers from settings and stored index tables (shared by the index and results assets)."""
 
-import os
 from pathlib import Path
 
 import pandas as pd
@@ -10,8 +9,7 @@ from rag_eval_assets.retrieval.bm25 import BM25Params
 from rag_eval_assets.retrieval.dense import DenseIndex
 from rag_eval_assets.retrieval.embedding_cache import EmbeddingCache
 from rag_eval_assets.retrieval.encoders import Encoder, ModelNotAvailableError, get_encoder
-from rag_eval_assets.retrieval.http_sut import HttpSutClient, HttpSutConfig
-from rag_eval_assets.http_retry import RetryPolicy
+from rag_eval_assets.retrieval.http_sut import HttpSutClient, client_for
 from rag_eval_assets.retrieval.index_tables import bm25_from_frame, dense_from_frame
 from rag_eval_assets.retrieval.retrievers import Bm25Retriever, DenseRetriever, HybridRetriever
 from rag_eval_assets.settings import Settings
@@ -52,20 +50,4 @@ def hybrid_retriever(settings: Settings, bm25: Bm25Retriever, dense: DenseRetrie
 
 
 def http_client(settings: Settings) -> HttpSutClient:
-    h = settings.retrieval.http
-    headers = {}
-    if h.api_key_env:
-        key = os.environ.get(h.api_key_env)
-        if not key:
-            raise ValueError(f"retrieval.http.api_key_env names {h.api_key_env}, which is not set in the environment")
-        headers["Authorization"] = f"Bearer {key}"
-    return HttpSutClient(
-        HttpSutConfig(
-            base_url=h.base_url,
-            path=h.path,
-            headers=headers,
-            connect_timeout=h.connect_timeout,
-            read_timeout=h.read_timeout,
-            retry=RetryPolicy(max_attempts=h.max_attempts),
-        )
-    )
+    return client_for(settings.retrieval.http)
