@@ -159,9 +159,10 @@ def _benchmark(args: argparse.Namespace) -> int:
     """Seed 000 section 6: every dataset through the whole pipeline, then one weighted score over them."""
     import pandas as pd
 
-    from rag_eval_assets.runs.benchmark import aggregate_benchmark, load_benchmark_config
+    from rag_eval_assets.runs.benchmark import aggregate_benchmark, load_benchmark_config, require_rules
 
     bench = load_benchmark_config(args.config_file)
+    require_rules(bench, args.config_file)
     out = Path(args.out).resolve()
     cells: dict[tuple[str, int], list[dict]] = {}
     for dataset in bench.datasets:

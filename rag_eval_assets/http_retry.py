@@ -106,10 +106,12 @@ def send_with_retries(
     *,
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
+    shown_url: str | None = None,
 ) -> RetriedResponse:
     """Send the request `request_fn` builds (a fresh one per attempt) until it succeeds or fails for good.
 
-    Returns the final response (status < 400) with every attempt made; raises HttpCallError otherwise.
+    Returns the final response (status < 400) with every attempt made; raises HttpCallError otherwise. Logs and
+    errors name the request's URL, or `shown_url` instead where the URL itself is a secret (a webhook).
     """
     rng = rng or random.Random()
     attempts: list[Attempt] = []
@@ -117,7 +119,7 @@ def send_with_retries(
         number = len(attempts) + 1
         is_last = number == policy.max_attempts
         request = request_fn()
-        method, url = request.method, str(request.url)
+        method, url = request.method, shown_url or str(request.url)
         try:
             response = client.send(request)
         except httpx.UnsupportedProtocol as exc:  # a bad URL scheme never heals

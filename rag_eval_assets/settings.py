@@ -121,6 +121,21 @@ class ReportSettings:
     gate: GateSettings = GateSettings()  # the gate metric per cell and the noise-aware failure rule (runs/gate.py)
 
 
+ALERT_EVENTS = ("worse", "incompatible", "failed")
+
+
+@dataclass(frozen=True)
+class AlertSettings:
+    # The incoming-webhook URL is a secret: only the name of the environment variable holding it is configured.
+    webhook_url_env: str
+    on: tuple[str, ...] = ("worse", "failed")  # verdicts (worse, incompatible) and failed or canceled nightly runs
+
+
+@dataclass(frozen=True)
+class RetentionSettings:
+    keep_runs: int | None = None  # run directories kept per evalset (runs accepted by hand and the baseline always)
+
+
 @dataclass(frozen=True)
 class Settings:
     config_file: Path
@@ -137,6 +152,8 @@ class Settings:
     judge: JudgeSettings = JudgeSettings()
     query_generation: QueryGenerationSettings = QueryGenerationSettings()
     report: ReportSettings = ReportSettings()
+    alerts: AlertSettings | None = None
+    retention: RetentionSettings = RetentionSettings()
     runs_dir: Path = Path("data/runs")  # data/runs/<run_id>/ (seed 002); a local directory even for remote storage
 
     @property
@@ -185,6 +202,8 @@ _SECTIONS = {
     "judge": dict,
     "query_generation": dict,
     "report": dict,
+    "alerts": dict,
+    "retention": dict,
     "runs_dir": str,
 }
 _SECTION_KEYS = {
@@ -226,6 +245,8 @@ _ANSWER_KEYS = {
     "answering": {"answerer": str, "k_values": list, "citation_pattern": str, "adapter_id": (str, type(None))},
     "judge": {"enabled": bool, "replicates": int, "replicate_sample": int},
     "query_generation": {"n_chunks": int, "seed": int},
+    "alerts": {"webhook_url_env": str, "on": list},
+    "retention": {"keep_runs": (int, type(None))},
     "report": {
         "description": (str, type(None)),
         "store_full_text": bool,
@@ -265,6 +286,10 @@ def load_settings(path: str | Path | None = None) -> Settings:
     if not isinstance(data, dict):
         raise InputError([InputProblem(name, None, None, "the top level must be a mapping")])
 
+    alerts = data.get("alerts")
+    if isinstance(alerts, dict) and True in alerts:
+        # YAML 1.1 reads the bare key `on` as the boolean true.
+        alerts["on"] = alerts.pop(True)
     problems: list[InputProblem] = []
 
     def bad(key: str, message: str) -> None:
@@ -333,6 +358,17 @@ def load_settings(path: str | Path | None = None) -> Settings:
             if not answer_ks or any(not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= depth
                                     for k in answer_ks):
                 bad("answering.k_values", f"must be a non-empty list of integers from 1 to max(k_values) = {depth}")
+    if isinstance(alerts, dict):
+        if not alerts.get("webhook_url_env"):
+            bad("alerts.webhook_url_env", "required: the name of the environment variable holding the webhook URL")
+        events = alerts.get("on", list(AlertSettings.on))
+        for i, event in enumerate(events if isinstance(events, list) else []):
+            if event not in ALERT_EVENTS:
+                bad(f"alerts.on[{i}]", f"{event!r} is not one of {', '.join(ALERT_EVENTS)}")
+    retention = data.get("retention") or {}
+    keep = retention.get("keep_runs") if isinstance(retention, dict) else None
+    if isinstance(keep, int) and keep < 1:
+        bad("retention.keep_runs", f"must be >= 1 (or null: keep every run), got {keep}")
     gate = _gate_settings(data.get("report"))
     # Ranges are checked only on values of the right type.
     if gate is not None and not any((p.field or "").startswith("report.gate") for p in problems):
@@ -382,6 +418,9 @@ def load_settings(path: str | Path | None = None) -> Settings:
         judge=JudgeSettings(**data.get("judge", {})),
         query_generation=QueryGenerationSettings(**data.get("query_generation", {})),
         report=ReportSettings(**{**data.get("report", {}), "gate": gate or GateSettings()}),
+        alerts=AlertSettings(alerts["webhook_url_env"], tuple(alerts.get("on", AlertSettings.on)))
+        if isinstance(alerts, dict) else None,
+        retention=RetentionSettings(**retention),
         runs_dir=resolve(data["runs_dir"]) if "runs_dir" in data else _default_runs_dir(storage_dir, base),
     )
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rag_eval_assets.sqlite_wal import connect
+
 DEFAULT_CACHE_FILENAME = "llm.sqlite"  # beside embeddings.sqlite in Settings.cache_dir
-_BUSY_TIMEOUT_S = 60.0  # parallel Dagster processes may wait on one another's write lock
 
 
 def cache_key(
@@ -64,8 +64,7 @@ class LLMCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # One connection shared by chat_many's threads; the lock keeps each statement whole.
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = connect(self.path, check_same_thread=False)
         self._db.execute("PRAGMA synchronous=NORMAL")  # in WAL mode still safe against a killed process
         with self._db:
             self._db.execute(

@@ -7,13 +7,13 @@ With it a re-run over unchanged chunks encodes nothing, and after an edit only t
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
 from rag_eval_assets.retrieval.encoders import Encoder, Kind
+from rag_eval_assets.sqlite_wal import connect
 
 # Keys per SELECT: stays under SQLite's bound-parameter limit on every build.
 _LOOKUP_BATCH = 500
@@ -27,9 +27,7 @@ class EmbeddingCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Generous timeout: parallel Dagster processes may share one cache file and wait on its write lock.
-        self._db = sqlite3.connect(self.path, timeout=60)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = connect(self.path)
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS embeddings (model_id TEXT NOT NULL, text_sha256 TEXT NOT NULL, "
             "vector BLOB NOT NULL, PRIMARY KEY (model_id, text_sha256)) WITHOUT ROWID"

@@ -87,9 +87,6 @@ def load_benchmark_config(path: str | Path) -> BenchmarkConfig:
         weight = item.get("weight")
         if weight is not None and not _positive_number(weight):
             bad.append(InputProblem(file, index, "weight", f"must be a number > 0, got {weight!r}"))
-        if "evalset" in paths and paths["evalset"].exists() and not any(map(has_rules, load_evalset(paths["evalset"]))):
-            bad.append(InputProblem(file, index, "evalset", f"{paths['evalset']} has no question with a seed 000 rule "
-                                    f"({', '.join(RULE_FIELDS)}): it has no weighted_score to aggregate"))
         problems += bad
         if not bad:
             datasets.append(BenchmarkDataset(name, paths["corpus"], paths["evalset"], _float_or_none(weight)))
@@ -100,6 +97,19 @@ def load_benchmark_config(path: str | Path) -> BenchmarkConfig:
         raise InputError(problems)
     name = data.get("name")
     return BenchmarkConfig(name if isinstance(name, str) and name else path.stem, tuple(datasets))
+
+
+def require_rules(config: BenchmarkConfig, file: str | Path) -> None:
+    """InputError naming each dataset (by its index in `file`) whose evalset has no seed 000 rule: the weighted
+    score is not applicable to any of its questions. Checked before any dataset runs."""
+    problems = [
+        InputProblem(str(file), index, "evalset", f"{d.evalset} has no question with a seed 000 rule "
+                     f"({', '.join(RULE_FIELDS)}): it has no weighted_score to aggregate")
+        for index, d in enumerate(config.datasets)
+        if not any(map(has_rules, load_evalset(d.evalset)))
+    ]
+    if problems:
+        raise InputError(problems)
 
 
 def aggregate_benchmark(per_dataset: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

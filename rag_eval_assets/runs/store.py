@@ -50,6 +50,10 @@ VERSION_TUPLE_KEY = "version_tuple"
 EVAL_SET_VERSION_KEY = "version_tuple.dataset.eval_set_version"
 CHUNK_SIZE_KEY = "version_tuple.index.chunk_size_chars"
 OVERLAP_KEY = "version_tuple.index.overlap_chars"
+# The Dagster run a run directory belongs to: the first run of its group, so that a re-execution finds it again.
+PIPELINE_RUN_KEY = "dagster_root_run_id"
+# Run directories are read by the group (a web server serving the reports), never by others.
+RUN_DIR_MODE = 0o750
 STAGES = ("retrieval", "generation", "judging")
 _RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _ANSWER_FIELDS = (
@@ -345,18 +349,21 @@ def write_run(
     config: Mapping[str, Any],
     description: str | None = None,
     previous: str | Path | None = None,
+    baseline_policy: Mapping[str, Any] | None = None,
     gate: GateSettings = GateSettings(),
     store_full_text: bool = False,
     run_id: str | None = None,
     now: datetime | None = None,
+    replace: bool = False,
 ) -> Path:
     """Write a run directory and return its path.
 
     `results`: rows as made by results_rows; `metrics`: as made by metrics_document; `config`: the full
     configuration (run_config). `previous` (a run directory, the baseline) adds the comparison with that run under
-    `gate`: comparison.json, comparison.md and its verdict in summary.md, written with the rest.
+    `gate`: comparison.json (with `baseline_policy`, how the baseline was chosen, under "baseline"), comparison.md
+    and its verdict in summary.md, written with the rest.
     Without `run_id` the id is the UTC time (`now`, default the current time) with -2, -3, ... appended while taken;
-    an explicit `run_id` that is taken raises FileExistsError.
+    an explicit `run_id` that is taken raises FileExistsError, unless `replace` (a re-execution rewriting its run).
     """
     runs_dir = Path(runs_dir)
     if "aggregate" not in metrics:
@@ -372,7 +379,7 @@ def write_run(
     names = [stem] if run_id is not None else chain([stem], (f"{stem}-{n}" for n in count(2)))
     for name in names:
         target = runs_dir / name
-        if target.exists():
+        if target.exists() and not replace:
             continue
         document = {
             **jsonable(dict(metrics)),
@@ -394,10 +401,10 @@ def write_run(
             from rag_eval_assets.runs.compare import comparison_markdown, compare_runs
 
             comparison = compare_runs(previous_run, run, gate)
-            files[COMPARISON_JSON] = _json_text(comparison.as_json())
+            files[COMPARISON_JSON] = _json_text({**comparison.as_json(), "baseline": dict(baseline_policy or {})})
             files[COMPARISON_MD] = comparison_markdown(comparison)
         files[SUMMARY_FILE] = summary_markdown(run, description, previous_run, comparison)
-        if _write_atomically(runs_dir, target, rows, files):
+        if _write_atomically(runs_dir, target, rows, files, replace=replace):
             return target
     raise FileExistsError(f"run {runs_dir / stem} already exists")
 
@@ -406,16 +413,28 @@ def _json_text(content: Any, *, sort_keys: bool = False) -> str:
     return json.dumps(content, ensure_ascii=False, allow_nan=False, indent=2, sort_keys=sort_keys) + "\n"
 
 
-def _write_atomically(runs_dir: Path, target: Path, rows: list[dict[str, Any]], files: dict[str, str]) -> bool:
+def _write_atomically(runs_dir: Path, target: Path, rows: list[dict[str, Any]], files: dict[str, str], *,
+                      replace: bool = False) -> bool:
     """Write results.jsonl and `files` (name -> text) into a hidden temporary directory and rename it to `target`;
-    False when `target` appeared in the meantime (another writer took the id)."""
+    False when `target` appeared in the meantime (another writer took the id). With `replace` an existing `target`
+    is moved aside first and deleted once the new one is in place; files of it that the new run does not write
+    (report.html, charts, accepted.json) move over, so that a rewritten run keeps them until they are redone."""
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=runs_dir))
+    tmp.chmod(RUN_DIR_MODE)
     try:
         with (tmp / RESULTS_FILE).open("w", encoding="utf-8") as out:
             for row in rows:
                 out.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
         for name, text in files.items():
             (tmp / name).write_text(text, encoding="utf-8")
+        if replace and target.exists():
+            for old in target.iterdir():
+                if not (tmp / old.name).exists():
+                    old.rename(tmp / old.name)
+            old_dir = target.rename(runs_dir / f".{target.name}.old")
+            tmp.rename(target)
+            shutil.rmtree(old_dir)
+            return True
         try:
             # rename refuses a non-empty target; an empty directory someone created meanwhile is not a run.
             tmp.rename(target)
@@ -485,17 +504,28 @@ def list_runs(runs_dir: str | Path) -> list[Path]:
 def latest_run(runs_dir: str | Path, eval_set_version: str | None = None) -> Path | None:
     """The most recently created complete run under `runs_dir` (of `eval_set_version` when given), or None."""
     for path in list_runs(runs_dir):
-        if eval_set_version is None or _eval_set_version(path) == eval_set_version:
+        if eval_set_version is None or run_eval_set_version(path) == eval_set_version:
             return path
     return None
 
 
-def _eval_set_version(path: Path) -> str | None:
+def run_eval_set_version(path: Path) -> str | None:
+    return config_value(_config(path), EVAL_SET_VERSION_KEY)
+
+
+def run_of_pipeline(runs_dir: str | Path, root_run_id: str) -> Path | None:
+    """The run directory written by Dagster run `root_run_id` or by a re-execution of it, if any."""
+    for path in list_runs(runs_dir):
+        if _config(path).get(PIPELINE_RUN_KEY) == root_run_id:
+            return path
+    return None
+
+
+def _config(path: Path) -> dict[str, Any]:
     try:
-        config = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
+        return json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
     except (FileNotFoundError, json.JSONDecodeError):
-        return None
-    return config_value(config, EVAL_SET_VERSION_KEY)
+        return {}
 
 
 def _id_order(name: str) -> tuple[str, int]:

@@ -4,6 +4,7 @@ verdict against the baseline, and the comparison as a table of its own with the 
 import base64
 import dataclasses
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 
 import dagster as dg
@@ -12,9 +13,8 @@ import pandas as pd
 from rag_eval_assets.defs.answers.assets import JUDGE_PROMPT_VERSION
 from rag_eval_assets.defs.metadata import upstream_versions, version_metadata
 from rag_eval_assets.defs.resources import RagEvalSettings
-from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.metrics.aggregate import AGGREGATE_COLUMNS
-from rag_eval_assets.reports.html import CHARTS_DIR, build_report
+from rag_eval_assets.reports.html import CHARTS_DIR, REPORT_FILE, build_report
 from rag_eval_assets.reports.markdown import capped_table, markdown_table
 from rag_eval_assets.runs.compare import (
     DELTA_HEADERS,
@@ -30,15 +30,21 @@ from rag_eval_assets.runs.compare import (
 )
 from rag_eval_assets.runs.ranking import rank_retrievers
 from rag_eval_assets.runs.reproducibility import reproducibility_fields
+from rag_eval_assets.alerts import send_once, verdict_alert, webhook_url
+from rag_eval_assets.runs.baseline import NEWEST_ACCEPTED, Baseline, choose_baseline, prune_runs
 from rag_eval_assets.runs.store import (
     COMPARISON_JSON,
+    EVAL_SET_VERSION_KEY,
+    PIPELINE_RUN_KEY,
     SUMMARY_FILE,
-    latest_run,
+    Run,
+    config_value,
     metric_sections,
     metrics_document,
     read_run,
     results_rows,
     run_config,
+    run_of_pipeline,
     write_run,
 )
 from rag_eval_assets.runs.versions import VersionTuple
@@ -78,15 +84,27 @@ def _run_versions(context: dg.AssetExecutionContext, s: Settings) -> VersionTupl
     return versions
 
 
-def _baseline(s: Settings, eval_set_version: str | None) -> Path | None:
-    """report.baseline_run_id when pinned, else the newest earlier run of the same evalset."""
-    if s.report.baseline_run_id is None:
-        return latest_run(s.runs_dir, eval_set_version)
-    pinned = s.runs_dir / s.report.baseline_run_id
-    if not pinned.is_dir():
-        raise InputError([InputProblem(str(s.config_file), None, "report.baseline_run_id",
-                                       f"no run directory {pinned}")])
-    return pinned
+def _same_pipeline_run(context: dg.AssetExecutionContext, s: Settings) -> tuple[str, Run | None]:
+    """The id of the Dagster run group this run belongs to, and the run directory it already wrote (a re-execution,
+    whole or from failure, rewrites that one instead of adding a second)."""
+    root = context.run.root_run_id or context.run.run_id
+    existing = run_of_pipeline(s.runs_dir, root)
+    return root, read_run(existing) if existing is not None else None
+
+
+def _created(run: Run) -> datetime:
+    return datetime.strptime(run.created_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+
+
+def _baseline_of(s: Settings, eval_set_version: str | None, existing: Run | None) -> Baseline:
+    """The recorded baseline of a run being rewritten, so that its verdict stays what it was; else by the policy."""
+    if existing is not None and existing.comparison is not None:
+        recorded = existing.comparison.get("baseline") or {}
+        path = s.runs_dir / existing.comparison["base_run_id"]
+        if path.is_dir():
+            return Baseline(path, recorded.get("policy", NEWEST_ACCEPTED), tuple(recorded.get("skipped_worse", ())))
+    return choose_baseline(s.runs_dir, eval_set_version, pinned=s.report.baseline_run_id,
+                           config_file=str(s.config_file), before=existing.run_id if existing else None)
 
 
 def verdict_metadata(comparison: dict | None) -> dict[str, dg.MetadataValue]:
@@ -148,6 +166,7 @@ def evaluation_run(
         "cost_usd": float(answers_table["cost_usd"].fillna(0).sum()),
     }
     versions = _run_versions(context, s)
+    root, existing = _same_pipeline_run(context, s)
     config = run_config(
         versions,
         settings=_settings_json(s),
@@ -156,18 +175,25 @@ def evaluation_run(
         chunk_size_chars=s.chunking.chunk_size_chars,
         overlap_chars=s.chunking.overlap_chars,
         dagster_run_id=context.run.run_id,
+        **{PIPELINE_RUN_KEY: root},
         **reproducibility_fields(versions, s.answering.adapter_id),
     )
-    baseline = _baseline(s, versions.dataset.get("eval_set_version"))
+    baseline = _baseline_of(s, versions.dataset.get("eval_set_version"), existing)
+    if existing is not None:
+        context.log.info(f"re-execution of run group {root}: rewriting its run directory {existing.path}")
     path = write_run(
         s.runs_dir,
         results=rows,
         metrics=metrics_document(aggregate, not_computed, operational),
         config=config,
         description=s.report.description,
-        previous=baseline,
+        previous=baseline.path,
+        baseline_policy=baseline.record(),
         gate=s.report.gate,
         store_full_text=s.report.store_full_text,
+        run_id=existing.run_id if existing else None,
+        now=_created(existing) if existing else None,
+        replace=existing is not None,
     )
     run = read_run(path)
     report = build_report(run, gate=s.report.gate)
@@ -184,7 +210,7 @@ def evaluation_run(
                                             where=str(path / SUMMARY_FILE)))
     return dg.Output(
         pd.DataFrame([{"run_id": path.name, "run_dir": str(path), "report": str(report),
-                       "baseline_run_dir": str(baseline) if baseline else None, "verdict": verdict}]),
+                       "baseline_run_dir": str(baseline.path) if baseline.path else None, "verdict": verdict}]),
         metadata={
             **verdict_metadata(run.comparison),
             "ranking": dg.MetadataValue.md(ranking),
@@ -208,15 +234,18 @@ def evaluation_run(
                           description="No gated cell is significantly worse than the baseline (report.gate)."),
     ],
 )
-def run_comparison(context: dg.AssetExecutionContext, evaluation_run: pd.DataFrame):
+def run_comparison(context: dg.AssetExecutionContext, settings: RagEvalSettings, evaluation_run: pd.DataFrame):
     """The run's comparison with its baseline, one row per (retriever, k, metric) with deltas, intervals and
-    p-values; the gate's rows (gate = true) carry the corrected p-value and the cell's result."""
+    p-values; the gate's rows (gate = true) carry the corrected p-value and the cell's result. Sends the verdict's
+    alert (alerts.on) and, when the gate passes, prunes old run directories (retention.keep_runs)."""
+    s = settings.load()
     current = evaluation_run.iloc[0]
+    run_dir = Path(current["run_dir"])
     versions = version_metadata(upstream_versions(context, "evaluation_run"))
-    comparison_file = Path(current["run_dir"]) / COMPARISON_JSON
+    comparison_file = run_dir / COMPARISON_JSON
     if not comparison_file.is_file():
         yield dg.Output(pd.DataFrame(columns=list(COMPARISON_COLUMNS)),
-                        metadata={**verdict_metadata(None), **versions})
+                        metadata={**verdict_metadata(None), **versions, **_housekeeping(context, s, run_dir, None)})
         for name in ("invariants_match", "quality_gate"):
             yield dg.AssetCheckResult(check_name=name, passed=True, description=NO_BASELINE,
                                       metadata={"status": "nothing to check", "reason": "no baseline run yet"})
@@ -236,6 +265,7 @@ def run_comparison(context: dg.AssetExecutionContext, evaluation_run: pd.DataFra
                 capped_table(DELTA_HEADERS, delta_rows(comparison["deltas"]), PREVIEW_ROWS, where)
             ),
             **versions,
+            **_housekeeping(context, s, run_dir, comparison),
         },
     )
     incompatible = "; ".join(comparison["incompatible"])
@@ -248,6 +278,31 @@ def run_comparison(context: dg.AssetExecutionContext, evaluation_run: pd.DataFra
     yield dg.AssetCheckResult(check_name="quality_gate", passed=EXIT_CODES[verdict] == 0,
                               description=description[:2000],
                               metadata={"verdict": verdict, "deciding_cells": ", ".join(comparison["deciding_cells"])})
+
+
+def _housekeeping(context: dg.AssetExecutionContext, s: Settings, run_dir: Path, comparison: dict | None) -> dict:
+    """The verdict's alert, then retention once the gate has passed; what happened, as metadata."""
+    done: dict[str, str] = {}
+    verdict = comparison["verdict"] if comparison else None
+    if s.alerts is not None and verdict in s.alerts.on:
+        url = webhook_url(s.alerts.webhook_url_env)
+        if url is None:
+            done["alert"] = f"not sent: alerts.webhook_url_env names {s.alerts.webhook_url_env}, which is not set"
+            context.log.warning(done["alert"])
+        else:
+            run = read_run(run_dir)
+            evalset = str(config_value(run.config, EVAL_SET_VERSION_KEY))
+            done["alert"] = send_once(verdict_alert(comparison, run_dir, run_dir / REPORT_FILE, evalset), url, run_dir)
+            context.log.info(f"alert: {done['alert']}")
+    keep = s.retention.keep_runs
+    if keep is not None and (comparison is None or EXIT_CODES[verdict] == 0):
+        baseline = [s.runs_dir / comparison["base_run_id"]] if comparison else []
+        removed = prune_runs(s.runs_dir, config_value(read_run(run_dir).config, EVAL_SET_VERSION_KEY), keep,
+                             protect=[run_dir, *baseline])
+        done["retention"] = f"kept the newest {keep} runs of this evalset; removed {len(removed)}" + (
+            f": {', '.join(p.name for p in removed)}" if removed else "")
+        context.log.info(done["retention"])
+    return done
 
 
 def comparison_frame(comparison: dict) -> pd.DataFrame:

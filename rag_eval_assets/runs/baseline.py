@@ -1,0 +1,112 @@
+"""Which run a new run is compared with, accepting a run as a baseline by hand, and pruning old run directories.
+
+The policy, recorded in every comparison.json under "baseline":
+- `report.baseline_run_id` pins one run;
+- otherwise the baseline is the newest earlier run of the same evalset that is *accepted*: its verdict was not
+  `worse`, or a person accepted it (`rag-eval baseline accept RUN`, or the `accept_baseline` job in the UI).
+
+A broken night is therefore compared with the last good one, and so is the next broken night: a regression stays
+`worse` until it is fixed or accepted, instead of becoming the baseline that makes the next broken night look fine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from rag_eval_assets.errors import InputError, InputProblem
+from rag_eval_assets.runs.store import COMPARISON_JSON, list_runs, read_run, run_eval_set_version
+
+ACCEPTED_FILE = "accepted.json"
+PINNED = "pinned by report.baseline_run_id"
+NEWEST_ACCEPTED = "newest earlier run of the same evalset whose verdict was not worse, or that was accepted"
+WORSE = "worse"
+
+
+@dataclass(frozen=True)
+class Baseline:
+    path: Path | None
+    policy: str
+    skipped: tuple[str, ...] = ()  # newer runs of the evalset passed over: worse and not accepted
+
+    def record(self) -> dict[str, Any]:
+        return {"run_id": self.path.name if self.path else None, "policy": self.policy,
+                "skipped_worse": list(self.skipped)}
+
+
+def verdict_of(run_dir: Path) -> str | None:
+    """The verdict of the run against its own baseline; None for a run that had none."""
+    try:
+        return json.loads((run_dir / COMPARISON_JSON).read_text(encoding="utf-8"))["verdict"]
+    except FileNotFoundError:
+        return None
+
+
+def is_accepted(run_dir: Path) -> bool:
+    return (run_dir / ACCEPTED_FILE).is_file() or verdict_of(run_dir) != WORSE
+
+
+def choose_baseline(
+    runs_dir: str | Path,
+    eval_set_version: str | None,
+    *,
+    pinned: str | None = None,
+    config_file: str = "rag_eval.yaml",
+    before: str | None = None,
+) -> Baseline:
+    """The baseline of a run of `eval_set_version`. `before`: the run's own id when it already has a directory
+    (a re-execution): only runs listed after it, i.e. created earlier, qualify."""
+    runs_dir = Path(runs_dir)
+    if pinned is not None:
+        path = runs_dir / pinned
+        if not path.is_dir():
+            raise InputError([InputProblem(config_file, None, "report.baseline_run_id", f"no run directory {path}")])
+        return Baseline(path, PINNED)
+    runs = list_runs(runs_dir)
+    if before is not None:
+        names = [p.name for p in runs]
+        runs = runs[names.index(before) + 1:] if before in names else runs
+    skipped = []
+    for path in runs:
+        if run_eval_set_version(path) != eval_set_version:
+            continue
+        if is_accepted(path):
+            return Baseline(path, NEWEST_ACCEPTED, tuple(skipped))
+        skipped.append(path.name)
+    return Baseline(None, NEWEST_ACCEPTED, tuple(skipped))
+
+
+def accept(run_dir: str | Path, note: str | None = None, now: datetime | None = None) -> Path:
+    """Mark a run as an accepted baseline (written atomically); later runs of its evalset compare with it."""
+    run = read_run(run_dir)  # InputError naming what is missing when this is no run directory
+    target = run.path / ACCEPTED_FILE
+    record = {
+        "run_id": run.run_id,
+        "accepted_at": (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "verdict": verdict_of(run.path),
+        "note": note,
+    }
+    tmp = target.with_name(f".{ACCEPTED_FILE}.tmp")
+    tmp.write_text(json.dumps(record, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, target)
+    return target
+
+
+def prune_runs(runs_dir: str | Path, eval_set_version: str | None, keep: int, protect: Iterable[Path] = ()) -> list[Path]:
+    """Delete the run directories of `eval_set_version` beyond the newest `keep`, except runs accepted by hand and
+    `protect` (the baseline in use); the deleted paths, oldest last."""
+    kept = {Path(p).resolve() for p in protect}
+    ours = [p for p in list_runs(runs_dir) if run_eval_set_version(p) == eval_set_version]
+    removed = []
+    for path in ours[keep:]:
+        if (path / ACCEPTED_FILE).is_file() or path.resolve() in kept:
+            continue
+        shutil.rmtree(path)
+        removed.append(path)
+    return removed
