@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -69,12 +71,26 @@ def webhook_url(env_var: str) -> str | None:
     return os.environ.get(env_var) or None
 
 
+@contextmanager
+def _transport_logs_quiet() -> Iterator[None]:
+    """httpx logs every request's full URL at INFO (httpcore its host at DEBUG): not while the URL is a secret."""
+    loggers = [logging.getLogger(name) for name in ("httpx", "httpcore")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
 def send(alert: Alert, url: str, policy: RetryPolicy = DELIVERY_POLICY) -> str | None:
     """Post `alert`; None when delivered, else what went wrong (without the URL). Never raises."""
     data = json.dumps(alert.payload(), ensure_ascii=False).encode("utf-8")
     headers = {"Content-Type": "application/json"}
     try:
-        with httpx.Client(timeout=TIMEOUT) as client:
+        with _transport_logs_quiet(), httpx.Client(timeout=TIMEOUT) as client:
             send_with_retries(client, lambda: client.build_request("POST", url, content=data, headers=headers),
                               policy, shown_url=SHOWN_AS)
     except HttpCallError as exc:

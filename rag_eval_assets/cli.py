@@ -286,11 +286,40 @@ def _compare(args: argparse.Namespace) -> int:
     print(format_comparison(comparison))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / COMPARISON_JSON).write_text(json.dumps(comparison.as_json(), indent=2, ensure_ascii=False) + "\n",
-                                       encoding="utf-8")
+    record = {**comparison.as_json(), "baseline": {"run_id": comparison.base_id, "policy": "given to rag-eval compare"}}
+    (out / COMPARISON_JSON).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / COMPARISON_MD).write_text(comparison_markdown(comparison), encoding="utf-8")
     print(f"comparison: {out / COMPARISON_JSON} and {out / COMPARISON_MD}")
     return comparison.exit_code
+
+
+def _baseline(args: argparse.Namespace) -> int:
+    from rag_eval_assets.evalset.freeze import eval_set_version, evalset_sha256
+    from rag_eval_assets.runs.baseline import accept, choose_baseline
+
+    settings = _configured(args)
+    if args.action == "accept":
+        path = Path(args.run)
+        if not path.is_dir() and settings is not None:
+            path = settings.runs_dir / args.run
+        try:
+            marker = accept(path, args.note)
+        except InputError as exc:
+            print(f"error: the run {args.run} cannot be read: {exc}", file=sys.stderr)
+            return MISSING_RUN
+        print(f"accepted {path.name} as a baseline: later runs of its evalset compare with it ({marker})")
+        return 0
+    if settings is None:
+        print("error: no rag_eval.yaml here; give --config", file=sys.stderr)
+        return 2
+    version = eval_set_version(settings.evalset.name, evalset_sha256(settings.evalset.path))
+    chosen = choose_baseline(settings.runs_dir, version, pinned=settings.report.baseline_run_id,
+                             config_file=str(settings.config_file))
+    print(f"baseline of the next run of {version}: {chosen.path.name if chosen.path else 'none yet'}")
+    print(f"policy: {chosen.policy}")
+    if chosen.skipped:
+        print(f"skipped (worse, not accepted): {', '.join(chosen.skipped)}")
+    return 0
 
 
 def _history(args: argparse.Namespace) -> int:
@@ -414,6 +443,13 @@ def build_parser() -> argparse.ArgumentParser:
     hist.add_argument("--last", type=int, help="only the newest N runs")
     hist.add_argument("--runs-dir", help="the run store (default: runs_dir of the configuration)")
     hist.set_defaults(func=_history)
+    bl = sub.add_parser("baseline", help="the run later runs compare with: show it, or accept a run as one")
+    bl_actions = bl.add_subparsers(dest="action", required=True)
+    accept = bl_actions.add_parser("accept", help="accept RUN (e.g. worse on purpose) as the baseline of later runs")
+    accept.add_argument("run", help="a run id of the configured store, or a run directory")
+    accept.add_argument("--note", help="why it is accepted (kept in the run's accepted.json)")
+    bl_actions.add_parser("show", help="the run the next run of the configured evalset compares with, and why")
+    bl.set_defaults(func=_baseline)
     bm = sub.add_parser("benchmark", help="several datasets (corpus + evalset each), one aggregated weighted score")
     bm.add_argument("--config-file", required=True, help="YAML/JSON: name, datasets [{name, corpus, evalset, weight}]")
     bm.add_argument("--out", required=True, help="output directory (one sub-directory per dataset)")

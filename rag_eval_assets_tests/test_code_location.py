@@ -72,9 +72,26 @@ def test_webserver_serves_the_asset_graph(webserver):
     assert by_key["evalset"]["groupName"] == "inputs"
 
 
-def test_llm_steps_share_one_concurrency_pool():
+def test_only_steps_that_call_an_llm_take_a_slot_of_the_llm_pool(tmp_path):
     from rag_eval_assets.definitions import build_defs
 
-    defs = build_defs(REPO / "rag_eval.yaml")
-    pools = {key: defs.get_assets_def(key).op.pool for key in ("answers", "judged_answers", "retrieval_results")}
-    assert pools == {"answers": "llm", "judged_answers": "llm", "retrieval_results": None}
+    sample = REPO / "data" / "sample"
+    base = (f"corpus: {{id: s, path: {sample / 'corpus'}}}\n"
+            f"evalset: {{name: s, path: {sample / 'evalsets' / 'eval_set.jsonl'}}}\n")
+    pools = {}
+    for name, extra in (("offline", ""),
+                        ("llm judge, extractive answers", "llm: {base_url: 'http://127.0.0.1:9/v1', model: m}\n"),
+                        ("llm answers", "llm: {base_url: 'http://127.0.0.1:9/v1', model: m}\n"
+                                        "answering: {answerer: llm}\njudge: {enabled: false}\n")):
+        config = tmp_path / f"{len(pools)}.yaml"
+        config.write_text(base + extra, encoding="utf-8")
+        defs = build_defs(config)
+        pools[name] = {key: defs.resolve_assets_def(key).op.pool
+                       for key in ("answers", "judged_answers", "generated_queries", "answer_metrics_per_query")}
+    assert pools == {
+        "offline": dict.fromkeys(("answers", "judged_answers", "generated_queries", "answer_metrics_per_query")),
+        "llm judge, extractive answers": {"answers": None, "judged_answers": "llm", "generated_queries": "llm",
+                                          "answer_metrics_per_query": "llm"},
+        "llm answers": {"answers": "llm", "judged_answers": None, "generated_queries": "llm",
+                        "answer_metrics_per_query": "llm"},
+    }

@@ -136,3 +136,18 @@ def test_report_gate_settings(tmp_path):
         "report.gate.alpha": "must be between 0 and 1, got 1.5",
         "report.gate.max_regressions": "must be >= 0, got -1",
     }
+
+
+def test_alert_and_retention_problems_name_their_keys(tmp_path):
+    path = tmp_path / "rag_eval.yaml"
+    path.write_text(
+        "corpus: {id: c, path: .}\nevalset: {name: e, path: e.jsonl}\n"
+        "alerts: {on: [worse, sometimes]}\nretention: {keep_runs: 0}\n", encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        load_settings(path)
+    fields = {p.field: p.message for p in error.value.problems}
+    assert fields == {
+        "alerts.webhook_url_env": "required: the name of the environment variable holding the webhook URL",
+        "alerts.on[1]": "'sometimes' is not one of worse, incompatible, failed",
+        "retention.keep_runs": "must be >= 1 (or null: keep every run), got 0",
+    }

@@ -4,9 +4,17 @@ answer grid and the report (metrics, run directory, comparison with the previous
 Written by hand: Dagster's partitioned-schedule helper refuses a static x static grid. Every request carries one run
 key per night, stage and partition, and the sensor never asks again for a run the night already has, so a restarted
 daemon never runs a night twice.
+
+With `alerts.on` holding `failed`, a failed or canceled nightly run posts one alert through run-status sensors
+(running by default: a configured alert is meant to fire). A metrics run that failed because its verdict was worse
+is left to the verdict's own alert, so a worse night gives one message, not two.
 """
 
 import dagster as dg
+
+from rag_eval_assets.alerts import failure_alert, send, webhook_url
+from rag_eval_assets.runs.baseline import verdict_of
+from rag_eval_assets.runs.store import run_of_pipeline
 
 from rag_eval_assets.defs.jobs import (
     INPUTS_JOB,
@@ -72,6 +80,49 @@ def nightly_requests(instance: dg.DagsterInstance, stages: list[tuple[str, list[
     return dg.SkipReason(f"night {night} is complete")
 
 
+def failed_run_alert(settings: Settings, run: dg.DagsterRun, error: str | None) -> str:
+    """Send the alert of a failed or canceled nightly run; what happened (for the sensor's log and tests)."""
+    if NIGHT_TAG not in run.tags:
+        return "not a nightly run: no alert"
+    written = run_of_pipeline(settings.runs_dir, run.root_run_id or run.run_id)
+    if written is not None and verdict_of(written) in ("worse", "incompatible"):
+        return f"the run failed on its {verdict_of(written)} verdict, whose own alert covers it"
+    url = webhook_url(settings.alerts.webhook_url_env)
+    if url is None:
+        return f"not sent: alerts.webhook_url_env names {settings.alerts.webhook_url_env}, which is not set"
+    alert = failure_alert(run.job_name, run.tags.get("dagster/partition"), run.run_id, run.status.value, error,
+                          run.tags[NIGHT_TAG])
+    return send(alert, url) or "sent (failed)"
+
+
+def _first_error(context: dg.RunFailureSensorContext) -> str | None:
+    for event in context.get_step_failure_events():
+        error = event.step_failure_data.error
+        while error is not None and error.cause is not None:
+            error = error.cause
+        if error is not None:
+            return error.message.strip().splitlines()[0][:300]
+    return context.failure_event.message
+
+
+def alert_sensors(settings: Settings) -> list[dg.SensorDefinition]:
+    if settings.alerts is None or "failed" not in settings.alerts.on:
+        return []
+
+    @dg.run_failure_sensor(name="nightly_failure_alert", default_status=dg.DefaultSensorStatus.RUNNING)
+    def nightly_failure_alert(context: dg.RunFailureSensorContext):
+        """Posts an alert when a nightly run fails (alerts.on: failed)."""
+        context.log.info(failed_run_alert(settings, context.dagster_run, _first_error(context)))
+
+    @dg.run_status_sensor(run_status=dg.DagsterRunStatus.CANCELED, name="nightly_cancel_alert",
+                          default_status=dg.DefaultSensorStatus.RUNNING)
+    def nightly_cancel_alert(context: dg.RunStatusSensorContext):
+        """Posts an alert when a nightly run is canceled (alerts.on: failed)."""
+        context.log.info(failed_run_alert(settings, context.dagster_run, "canceled"))
+
+    return [nightly_failure_alert, nightly_cancel_alert]
+
+
 def automation_defs(settings: Settings) -> dg.Definitions:
     stages = pipeline_stages(settings)
 
@@ -81,4 +132,4 @@ def automation_defs(settings: Settings) -> dg.Definitions:
         """Starts the next stage of the latest night once the previous one has succeeded; the report comes last."""
         return nightly_requests(context.instance, stages)
 
-    return dg.Definitions(schedules=[nightly_benchmark], sensors=[nightly_progress])
+    return dg.Definitions(schedules=[nightly_benchmark], sensors=[nightly_progress, *alert_sensors(settings)])

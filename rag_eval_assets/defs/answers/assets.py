@@ -28,6 +28,7 @@ from rag_eval_assets.runs.reproducibility import reproducibility_fields
 from rag_eval_assets.settings import Settings
 
 JUDGE_PROMPT_VERSION = "v1"
+LLM_POOL = "llm"  # deploy/dagster.yaml limits it to one step at a time across runs
 JUDGE_METRICS = ("groundedness", "correctness")
 NO_RULES = ("not applicable: no question has a seed 000 rule (must_include, must_include_any, must_not_include, "
             "require_citation)")
@@ -43,6 +44,11 @@ def answer_defs(settings: Settings) -> dg.Definitions:
     grid = answer_grid_partitions(settings)
     grid_metadata = {PARTITION_DIMENSIONS_KEY: ["retriever", "k"]}
     by_retriever = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="retriever")
+    # Only a step that calls an LLM takes a slot of the "llm" pool: extractive answers and runs without an endpoint
+    # must not queue behind the one LLM slot.
+    llm_pool = LLM_POOL if settings.llm is not None else None
+    answer_pool = LLM_POOL if settings.answering.answerer == "llm" else None
+    judge_pool = LLM_POOL if settings.llm is not None and settings.judge.enabled else None
 
     @dg.asset(
         group_name="answers",
@@ -50,7 +56,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         partitions_def=grid,
         metadata=grid_metadata,
         ins={"retrieval_results": dg.AssetIn(partition_mapping=by_retriever)},
-        pool="llm",
+        pool=answer_pool,
     )
     def answers(
         context: dg.AssetExecutionContext,
@@ -90,7 +96,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         )
 
     @dg.asset(group_name="answers", kinds={"pandas", "parquet"}, partitions_def=grid, metadata=grid_metadata,
-              pool="llm")
+              pool=judge_pool)
     def judged_answers(
         context: dg.AssetExecutionContext,
         settings: RagEvalSettings,
@@ -126,7 +132,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
             metadata["self_agreement"] = dg.MetadataValue.json(judge_agreement(table))
         return dg.Output(table, metadata=metadata)
 
-    @dg.asset(group_name="answers", kinds={"pandas", "parquet"})
+    @dg.asset(group_name="answers", kinds={"pandas", "parquet"}, pool=llm_pool)
     def generated_queries(
         context: dg.AssetExecutionContext, settings: RagEvalSettings, llm: LLMResource, chunks: pd.DataFrame
     ) -> dg.Output[pd.DataFrame]:
@@ -166,6 +172,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
             "judged_answers": dg.AssetIn(partition_mapping=dg.AllPartitionMapping()),
             "retrieval_results": dg.AssetIn(partition_mapping=dg.AllPartitionMapping()),
         },
+        pool=llm_pool,  # ragas' LLM context metrics
     )
     def answer_metrics_per_query(
         context: dg.AssetExecutionContext,

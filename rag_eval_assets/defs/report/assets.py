@@ -11,6 +11,7 @@ import dagster as dg
 import pandas as pd
 
 from rag_eval_assets.defs.answers.assets import JUDGE_PROMPT_VERSION
+from rag_eval_assets.defs.report.accept import accept_baseline
 from rag_eval_assets.defs.metadata import upstream_versions, version_metadata
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.metrics.aggregate import AGGREGATE_COLUMNS
@@ -329,4 +330,4 @@ def comparison_frame(comparison: dict) -> pd.DataFrame:
 
 
 def report_defs() -> dg.Definitions:
-    return dg.Definitions(assets=[evaluation_run, run_comparison])
+    return dg.Definitions(assets=[evaluation_run, run_comparison], jobs=[accept_baseline])

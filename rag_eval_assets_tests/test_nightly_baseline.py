@@ -1,0 +1,204 @@
+"""Nights as an operator runs them, through `rag-eval run` on a generated BEIR collection: the baseline stays put,
+a regression stays `worse` night after night until it is accepted, re-executing the failed run changes nothing,
+retention keeps what it must, and each worse or failed night posts exactly one alert to a loopback webhook."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from rag_eval_assets.cli import main
+from rag_eval_assets.defs.automation import NIGHT_TAG
+from rag_eval_assets.definitions import build_defs
+from rag_eval_assets.runs.store import COMPARISON_JSON, RUN_DIR_MODE, list_runs
+from rag_eval_assets_tests.synthetic_beir import write_collection
+from rag_eval_assets_tests.webhook_receiver import webhook_receiver
+
+HOOK_ENV = "RAG_EVAL_TEST_ALERT_WEBHOOK"
+CONFIG_ENV = "RAG_EVAL_CONFIG"
+GOOD, BROKEN = (0.9, 0.4), (0.05, 0.0)
+
+
+def _config(tmp: Path, collection: Path, bm25: tuple[float, float], evalset: Path | None = None) -> Path:
+    path = tmp / "rag_eval.yaml"
+    path.write_text(
+        f"storage_dir: {tmp / 'store'}\n"
+        f"corpus: {{id: synthetic, path: {collection}, language: en}}\n"
+        f"evalset: {{name: synthetic, path: {evalset or collection}}}\n"
+        "chunking: {chunk_size_chars: 100000, overlap_chars: 0}\n"
+        "retrievers: [bm25]\nk_values: [1, 5]\nanswering: {k_values: [5]}\n"
+        f"retrieval: {{level: doc, bm25: {{k1: {bm25[0]}, b: {bm25[1]}}}}}\n"
+        f"alerts: {{webhook_url_env: {HOOK_ENV}, on: [worse, failed]}}\n"
+        "retention: {keep_runs: 2}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def metrics_job() -> dg.JobDefinition:
+    """The metrics job of the configuration in $RAG_EVAL_CONFIG, reconstructable for Dagster's re-execution."""
+    return build_defs(os.environ[CONFIG_ENV]).resolve_job_def("metrics_job")
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("nights")
+    collection = write_collection(tmp / "beir")
+    home = tmp / "home"
+    home.mkdir()
+    state: dict = {"tmp": tmp, "nights": []}
+    with webhook_receiver() as hook, pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DAGSTER_HOME", str(home))
+        patch.setenv(HOOK_ENV, hook.url)
+        runs_dir = tmp / "store" / "runs"
+
+        def night(name: str, bm25: tuple[float, float]) -> None:
+            config = _config(tmp, collection, bm25)
+            before = set(list_runs(runs_dir))
+            code = main(["--config", str(config), "run"])
+            (new,) = [p for p in list_runs(runs_dir) if p not in before]
+            comparison = json.loads((new / COMPARISON_JSON).read_text()) if (new / COMPARISON_JSON).is_file() else None
+            evalset = json.loads((new / "config.json").read_text())["version_tuple"]["dataset"]["eval_set_version"]
+            state["nights"].append({"name": name, "code": code, "dir": new, "comparison": comparison,
+                                    "evalset": evalset, "messages": len(hook.received)})
+
+        night("good", GOOD)
+        night("broken", BROKEN)
+        night("broken again", BROKEN)
+        failed_dir = state["nights"][-1]["dir"]
+
+        # Re-execute the failed metrics run of the third night, whole and from failure, as the UI does.
+        patch.setenv(CONFIG_ENV, str(tmp / "rag_eval.yaml"))
+        with dg.DagsterInstance.get() as instance:
+            failed = instance.get_runs(dg.RunsFilter(job_name="metrics_job", statuses=[dg.DagsterRunStatus.FAILURE]),
+                                       limit=1)[0]
+            job = dg.reconstructable(metrics_job)
+            reexecutions = {}
+            for how, options in (("whole", dg.ReexecutionOptions(parent_run_id=failed.run_id)),
+                                 ("from failure", dg.ReexecutionOptions.from_failure(failed.run_id, instance))):
+                with dg.execute_job(job, instance, reexecution_options=options, raise_on_error=False) as result:
+                    failures = [e.step_failure_data.error for e in result.all_events if e.is_step_failure]
+                    reexecutions[how] = {
+                        "success": result.success,
+                        "failed": [(e.step_key, _innermost(err).message) for e, err in zip(
+                            [e for e in result.all_events if e.is_step_failure], failures)],
+                        "materialized": sorted(e.asset_key.to_user_string()
+                                               for e in result.get_asset_materialization_events()
+                                               for e in [e.materialization]),
+                        "run_id": result.run_id,
+                        "rewritten_by": json.loads((failed_dir / "config.json").read_text())["dagster_run_id"],
+                    }
+            state["reexecutions"] = reexecutions
+            state["after_reexecution"] = {"dirs": list_runs(runs_dir), "messages": len(hook.received),
+                                          "comparison": json.loads((failed_dir / COMPARISON_JSON).read_text())}
+
+            # The failure sensor sees the worse night as nightly: its own verdict alert already covered it.
+            instance.add_run_tags(failed.run_id, {NIGHT_TAG: "2026-11-23"})
+            state["worse_night_sensor"] = _failure_sensor(tmp, instance, instance.get_run_by_id(failed.run_id))
+            state["messages_after_worse_sensor"] = len(hook.received)
+
+            # A night whose evalset is malformed fails in its inputs run: one "failed" alert.
+            bad = tmp / "bad_queries"
+            bad.mkdir()
+            (bad / "questions.jsonl").write_text('{"id": "q1", "question": 42}\n', encoding="utf-8")
+            bad_config = _config(tmp / "bad_queries", collection, GOOD, evalset=bad / "questions.jsonl")
+            result = build_defs(bad_config).resolve_job_def("inputs_job").execute_in_process(
+                instance=instance, raise_on_error=False, tags={NIGHT_TAG: "2026-11-24"})
+            assert not result.success
+            state["failed_night_sensor"] = _failure_sensor(tmp, instance, instance.get_run_by_id(result.run_id))
+            state["failed_night_messages"] = list(hook.received[state["messages_after_worse_sensor"]:])
+
+        # The operator accepts the second broken night: the next broken night compares with it.
+        state["accept"] = main(["--config", str(tmp / "rag_eval.yaml"), "baseline", "accept",
+                                failed_dir.name, "--note", "k1 0.05 on purpose"])
+        night("broken, accepted", BROKEN)
+        state["hook"] = hook.url
+        state["bodies"] = list(hook.received)
+    return state
+
+
+def _innermost(error):
+    while error.cause is not None:
+        error = error.cause
+    return error
+
+
+def _failure_sensor(tmp: Path, instance: dg.DagsterInstance, run: dg.DagsterRun) -> None:
+    """nightly_failure_alert evaluated by Dagster's own test context on a real failed run."""
+    sensor = build_defs(tmp / "rag_eval.yaml").get_sensor_def("nightly_failure_alert")
+    failure = instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.RUN_FAILURE).records[0]
+    context = dg.build_run_status_sensor_context(
+        sensor_name=sensor.name, dagster_instance=instance, dagster_run=run,
+        dagster_event=failure.event_log_entry.dagster_event).for_run_failure()
+    return sensor(context)
+
+
+def test_a_regression_stays_worse_against_the_last_good_night(nights):
+    good, broken, again, accepted = nights["nights"]
+    assert [n["code"] for n in (good, broken, again)] == [0, 1, 1]
+    assert good["comparison"] is None
+    for n, skipped in ((broken, []), (again, [broken["dir"].name])):
+        c = n["comparison"]
+        assert (c["verdict"], c["base_run_id"]) == ("worse", good["dir"].name)
+        assert c["baseline"] == {"run_id": good["dir"].name, "skipped_worse": skipped,
+                                 "policy": "newest earlier run of the same evalset whose verdict was not worse, "
+                                           "or that was accepted"}
+
+
+def test_re_executing_the_failed_run_keeps_its_verdict_and_its_run_directory(nights):
+    whole, from_failure = nights["reexecutions"]["whole"], nights["reexecutions"]["from failure"]
+    for reexecution in (whole, from_failure):
+        assert not reexecution["success"]
+        (step, message), = reexecution["failed"]
+        assert step == "run_comparison" and "quality_gate" in message
+    # Whole: the run directory was written again, by the re-execution, in place; from failure: only the comparison.
+    assert "evaluation_run" in whole["materialized"] and "evaluation_run" not in from_failure["materialized"]
+    assert whole["rewritten_by"] == whole["run_id"]
+    after = nights["after_reexecution"]
+    assert [p.name for p in after["dirs"]] == [n["dir"].name for n in reversed(nights["nights"][:3])]
+    assert (after["comparison"]["verdict"], after["comparison"]["base_run_id"]) == ("worse",
+                                                                                     nights["nights"][0]["dir"].name)
+
+
+def test_an_accepted_run_becomes_the_baseline(nights):
+    again, accepted = nights["nights"][2], nights["nights"][3]
+    assert nights["accept"] == 0 and (again["dir"] / "accepted.json").is_file()
+    c = accepted["comparison"]
+    assert (accepted["code"], c["verdict"], c["base_run_id"]) == (0, "no significant change", again["dir"].name)
+
+
+def test_one_alert_per_worse_or_failed_night_and_none_for_good_ones(nights):
+    good, broken, again, accepted = nights["nights"]
+    assert [n["messages"] for n in (good, broken, again)] == [0, 1, 2]
+    assert nights["after_reexecution"]["messages"] == 2  # re-executing did not alert again
+    assert nights["worse_night_sensor"] is None and nights["messages_after_worse_sensor"] == 2
+    (failed,) = nights["failed_night_messages"]
+    assert failed["text"].startswith("rag-eval: nightly run failure — inputs_job")
+    assert "night: 2026-11-24" in failed["text"] and "error:" in failed["text"]
+    assert accepted["messages"] == 3  # the accepted night is no change: nothing more
+    worse = nights["bodies"][1]
+    lines = worse["text"].splitlines()
+    assert lines[0] == f"rag-eval: WORSE — {again['evalset']}, run {again['dir'].name}"
+    cells = {c["retriever"] + "@" + str(c["k"]): c for c in again["comparison"]["cells"]}
+    assert lines[1].startswith("bm25@1: ndcg@k ") and f"[{cells['bm25@1']['ci_low']:+.3f}, " in lines[1]
+    assert f"run: {again['dir'].name} against baseline {good['dir'].name}" in lines
+    assert f"report: {again['dir'] / 'report.html'}" in lines
+    assert worse["blocks"][0]["text"]["text"].startswith("*rag-eval: WORSE")
+
+
+def test_the_webhook_url_is_never_written(nights):
+    secret = nights["hook"].split("/hooks/")[1]
+    for path in (nights["tmp"] / "store").rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+
+
+def test_retention_keeps_the_newest_runs_and_the_accepted_one(nights):
+    good, broken, again, accepted = nights["nights"]
+    remaining = [p.name for p in list_runs(nights["tmp"] / "store" / "runs")]
+    assert remaining == [accepted["dir"].name, again["dir"].name]
+    assert (accepted["dir"].stat().st_mode & 0o777) == RUN_DIR_MODE
