@@ -37,17 +37,23 @@ def _execute(config_file: Path, instance_dir: Path | None = None) -> tuple[bool,
                 rows = mat.metadata.get("dagster/row_count")
                 where = f"[{mat.partition}]" if mat.partition else ""
                 print(f"  {mat.asset_key.to_user_string() + where:<36} {rows.value if rows else '-':>9} rows")
+            failed_checks = []
             for check in step.result.get_asset_check_evaluations():
-                print(f"  check {check.asset_key.to_user_string()}:{check.check_name} "
-                      f"{'passed' if check.passed else 'FAILED'}")
+                name = f"{check.asset_key.to_user_string()}:{check.check_name}"
+                print(f"  check {name} {'passed' if check.passed else 'FAILED'}")
+                if not check.passed:
+                    failed_checks.append(f"check {name} failed: {check.description or 'no description'}")
             if not step.result.success:
                 ok = False
+                # A failed blocking check says why in its own description; Dagster's error only names it.
+                errors += failed_checks
                 for event in step.result.all_events:
                     if event.is_step_failure and event.step_failure_data is not None:
                         error = event.step_failure_data.error
                         while error.cause is not None:
                             error = error.cause
-                        errors.append(f"{event.step_key}: {error.message.strip()}")
+                        if error.cls_name != "DagsterAssetCheckFailedError" or not failed_checks:
+                            errors.append(f"{event.step_key}: {error.message.strip()}")
     return ok, errors
 
 

@@ -238,6 +238,7 @@ _LLM_KEYS = {
     "connect_timeout": _NUMBER,
     "read_timeout": _NUMBER,
     "max_concurrency": int,
+    "max_error_rate": _NUMBER,
     "schema_mode": str,
     "price_per_1k": dict,
 }

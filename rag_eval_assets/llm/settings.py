@@ -26,6 +26,7 @@ class LLMSettings:
     connect_timeout: float = 5.0
     read_timeout: float = 120.0
     max_concurrency: int = 2
+    max_error_rate: float = 0.05  # a larger share of failed calls per cell fails the blocking llm_health check
     schema_mode: SchemaMode = "json_object_schema"
     # model -> (prompt, completion) USD per 1,000 tokens
     price_per_1k: dict[str, tuple[float, float]] = field(default_factory=dict)
@@ -45,6 +46,8 @@ class LLMSettings:
             problems.append(f"timeouts must be > 0, got connect={self.connect_timeout} read={self.read_timeout}")
         if self.max_concurrency < 1:
             problems.append(f"max_concurrency must be >= 1, got {self.max_concurrency}")
+        if not 0 <= self.max_error_rate <= 1:
+            problems.append(f"max_error_rate must be between 0 and 1, got {self.max_error_rate}")
         if self.schema_mode not in SCHEMA_MODES:
             problems.append(f"schema_mode must be one of {SCHEMA_MODES}, got {self.schema_mode!r}")
         for model, price in self.price_per_1k.items():

@@ -29,12 +29,15 @@ from rag_eval_assets.runs.gate import GateSettings, is_answer_metric
 from rag_eval_assets.runs.history import run_history
 from rag_eval_assets.runs.ranking import KRanking, rank_retrievers
 from rag_eval_assets.runs.store import (
+    CALL_HEALTH_HEADERS,
     CHUNK_SIZE_KEY,
     EVAL_SET_VERSION_KEY,
     OVERLAP_KEY,
     Run,
+    call_health_rows,
     config_value,
     generated_description,
+    not_computed_label,
 )
 
 REPORT_FILE = "report.html"
@@ -182,9 +185,13 @@ def render_html_report(run: Run, charts: Mapping[str, str | Path], *, k: int,
         )
     for family in slice_families(aggregate):
         sections += [f"<h2>By {_e(SLICE_FAMILIES[family])} (k = {k})</h2>", _slice_tables(aggregate, family, k)]
+    health = run.metrics.get("call_health") or []
+    if health:
+        sections += ['<h2 id="calls">Calls behind the answer metrics</h2>',
+                     _table(CALL_HEALTH_HEADERS, call_health_rows(health))]
     not_computed = run.metrics.get("not_computed") or []
     if not_computed:
-        items = "".join(f"<li><b>{_e(r['metric'])}</b>: {_e(r['reason'])}</li>" for r in not_computed)
+        items = "".join(f"<li><b>{_e(not_computed_label(r))}</b>: {_e(r['reason'])}</li>" for r in not_computed)
         sections += ["<h2>Not computed or not applicable</h2>", f"<ul>{items}</ul>"]
     sections += ["<h2>Version tuple</h2>", _version_table(run.config.get("version_tuple") or {})]
     body = "\n".join(sections)
@@ -268,6 +275,12 @@ def _e(value: Any) -> str:
 
 def _definitions(items: Sequence[tuple[str, Any]]) -> str:
     return "<dl>" + "".join(f"<dt>{_e(key)}</dt><dd>{_e(value)}</dd>" for key, value in items) + "</dl>"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{_e(v)}</td>" for v in row) + "</tr>" for row in rows)
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def _version_table(versions: Mapping[str, Any]) -> str:

@@ -137,19 +137,24 @@ def metrics_document(
     aggregate: pd.DataFrame,
     not_computed: pd.DataFrame | None = None,
     operational: Mapping[str, Any] | None = None,
+    call_health: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """The `metrics` of write_run from the aggregate table (metrics/aggregate.py columns; metric "weighted_score"
-    rows, when present, are what the comparison gate reads), the (metric, reason) rows of metrics not computed, and
-    free-form operational figures (error counts, token totals, ...)."""
+    rows, when present, are what the comparison gate reads), the (metric, reason) rows of metrics not computed (with
+    retriever and k where the reason is one cell's), free-form operational figures (error counts, token totals,
+    ...), and the health of the calls behind the answer metrics (metrics/call_health.py), which the gate reads."""
     missing = [c for c in AGGREGATE_COLUMNS if c not in aggregate.columns]
     if missing:
         raise InputError([InputProblem("aggregate", None, c, "missing column") for c in missing])
     document: dict[str, Any] = {"aggregate": jsonable(aggregate[list(AGGREGATE_COLUMNS)].to_dict("records"))}
     if not_computed is not None:
-        reasons = not_computed[["metric", "reason"]].drop_duplicates()
+        columns = [c for c in ("retriever", "k", "metric", "reason") if c in not_computed.columns]
+        reasons = not_computed[columns].drop_duplicates()
         document["not_computed"] = jsonable(reasons.to_dict("records"))
     if operational:
         document["operational"] = jsonable(dict(operational))
+    if call_health is not None and len(call_health):
+        document["call_health"] = jsonable(call_health.to_dict("records"))
     return document
 
 
@@ -559,10 +564,14 @@ def summary_markdown(run: Run, description: str | None, previous: Run | None, co
         "applicable to it); 95% bootstrap intervals and per-slice values are in metrics.json, per-question values "
         "in results.jsonl."
     )
+    health = run.metrics.get("call_health") or []
+    if health:
+        parts += ["## Calls behind the answer metrics", markdown_table(
+            CALL_HEALTH_HEADERS, call_health_rows(health))]
     not_computed = run.metrics.get("not_computed") or []
     if not_computed:
         parts += ["## Not computed or not applicable",
-                  "\n".join(f"- {r['metric']}: {r['reason']}" for r in not_computed)]
+                  "\n".join(f"- {not_computed_label(r)}: {r['reason']}" for r in not_computed)]
     parts += [
         "## Configuration",
         f"- config_hash: `{run.config.get('config_hash')}`\n"
@@ -586,6 +595,21 @@ def metric_sections(aggregate: pd.DataFrame, level: str, *, max_rows: int | None
             sections += [f"{level} {title} (all questions)",
                          metrics_table_markdown(aggregate, metrics=metrics, max_rows=max_rows, where=where)]
     return sections
+
+
+CALL_HEALTH_HEADERS = ["retriever", "k", "stage", "metric", "calls", "judged", "errors", "abstained", "first error"]
+
+
+def call_health_rows(health: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    return [[str(h["retriever"]), str(h["k"]), h["stage"], h["metric"], str(h["calls"]), str(h["judged"]),
+             f"{h['errors']} ({h['error_rate']:.0%})", str(h["abstained"]), h.get("first_error") or ""]
+            for h in health]
+
+
+def not_computed_label(record: Mapping[str, Any]) -> str:
+    """`metric`, with the cell when the reason is one cell's: `groundedness (bm25@5)`."""
+    cell = f" ({record['retriever']}@{record['k']})" if record.get("retriever") is not None else ""
+    return f"{record['metric']}{cell}"
 
 
 def generated_description(run: Run, previous: Run | None) -> str:

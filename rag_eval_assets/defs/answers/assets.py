@@ -21,6 +21,7 @@ from rag_eval_assets.generation.query_generation import generate_queries, sample
 from rag_eval_assets.llm.estimate import estimate_cost, estimate_tokens
 from rag_eval_assets.metrics.aggregate import aggregate_metrics
 from rag_eval_assets.metrics.answers import answers_from_frame, score_answers
+from rag_eval_assets.metrics.call_health import not_computed_note
 from rag_eval_assets.metrics.ragas_context import context_rows, ragas_context_metrics
 from rag_eval_assets.metrics.rule_score import has_rules, weighted_score
 from rag_eval_assets.runs.gate import WEIGHTED_SCORE
@@ -33,6 +34,8 @@ JUDGE_METRICS = ("groundedness", "correctness")
 NO_RULES = ("not applicable: no question has a seed 000 rule (must_include, must_include_any, must_not_include, "
             "require_citation)")
 NOT_COMPUTED_COLUMNS = ("metric", "reason")
+# `error`: the failed call's error text of a judge or ragas row (value NaN), so that an outage is counted and shown.
+PER_QUERY_COLUMNS = ("query_id", "retriever", "k", "metric", "value", "error")
 
 
 def _grid_key(context: dg.AssetExecutionContext) -> tuple[str, int]:
@@ -200,20 +203,18 @@ def answer_defs(settings: Settings) -> dg.Definitions:
             judged = judged_answers.get(key)
             if judged is not None and len(judged):
                 main = judged[judged["replicate"] == 0]
-                tables.append(main.rename(columns={"judge": "metric", "score": "value"})[
-                    ["query_id", "retriever", "k", "metric", "value"]])
+                tables.append(main.rename(columns={"judge": "metric", "score": "value"})[list(PER_QUERY_COLUMNS)])
             # A service under test returns its own chunks, not ours: ragas gets no chunk texts to compare there.
             if retriever != "http":
                 rows = context_rows(questions, retrieval_results[retriever], chunks, gold_labels, k)
                 ragas = ragas_context_metrics(rows, s.llm, llm.api_key)
                 ragas_errors += int(ragas["error"].notna().sum())
-                tables.append(ragas.assign(retriever=retriever, k=k)[["query_id", "retriever", "k", "metric",
-                                                                      "value"]])
-        per_query = pd.concat(tables, ignore_index=True)[["query_id", "retriever", "k", "metric", "value"]]
+                tables.append(ragas.assign(retriever=retriever, k=k)[list(PER_QUERY_COLUMNS)])
+        per_query = pd.concat(tables, ignore_index=True).reindex(columns=list(PER_QUERY_COLUMNS))
         not_computed = _not_computed(s)
         versions = upstream_versions(context, "evalset", "chunks")
         return dg.Output(
-            per_query.astype({"k": "int64", "value": "float64"}),
+            per_query.astype({"k": "int64", "value": "float64", "error": "object"}),
             metadata={
                 "not_computed": dg.MetadataValue.json(dict(not_computed)),
                 "ragas_error_rows": ragas_errors,
@@ -245,6 +246,16 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         not_applicable = [] if any(has_rules(q) for q in questions) else [(WEIGHTED_SCORE, NO_RULES)]
         missing = [(r, k, "all", m, float("nan"), float("nan"), float("nan"), 0, reason)
                    for r, k in grid for m, reason in _not_computed(s) + not_applicable]
+        # A metric whose every call failed has no value: it says why instead of disappearing.
+        failed_calls = answer_metrics_per_query[answer_metrics_per_query["error"].notna()]
+        for (r, k, m), g in failed_calls.groupby(["retriever", "k", "metric"], sort=True):
+            cell = answer_metrics_per_query[(answer_metrics_per_query["retriever"] == r)
+                                            & (answer_metrics_per_query["k"] == k)
+                                            & (answer_metrics_per_query["metric"] == m)]
+            if cell["value"].isna().all():
+                note = not_computed_note({"errors": len(g), "calls": len(cell),
+                                          "first_error": str(g["error"].iloc[0]).splitlines()[0][:300]})
+                missing.append((r, k, "all", m, float("nan"), float("nan"), float("nan"), 0, note))
         table = pd.concat([table, pd.DataFrame(weighted + missing, columns=table.columns)], ignore_index=True)
         table["chunk_size_chars"] = s.chunking.chunk_size_chars
         table["overlap_chars"] = s.chunking.overlap_chars

@@ -4,8 +4,10 @@ verdict against the baseline, and the comparison as a table of its own with the 
 import base64
 import dataclasses
 import json
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dagster as dg
 import pandas as pd
@@ -32,13 +34,16 @@ from rag_eval_assets.runs.compare import (
 from rag_eval_assets.runs.ranking import rank_retrievers
 from rag_eval_assets.runs.reproducibility import reproducibility_fields
 from rag_eval_assets.alerts import send_once, verdict_alert, webhook_url
+from rag_eval_assets.metrics.call_health import call_health
 from rag_eval_assets.runs.baseline import NEWEST_ACCEPTED, Baseline, choose_baseline, prune_runs
 from rag_eval_assets.runs.store import (
+    CALL_HEALTH_HEADERS,
     COMPARISON_JSON,
     EVAL_SET_VERSION_KEY,
     PIPELINE_RUN_KEY,
     SUMMARY_FILE,
     Run,
+    call_health_rows,
     config_value,
     metric_sections,
     metrics_document,
@@ -125,6 +130,9 @@ def verdict_metadata(comparison: dict | None) -> dict[str, dg.MetadataValue]:
     group_name="report",
     kinds={"html", "json"},
     ins={"retrieval_results": ALL, "answers": ALL, "judged_answers": ALL},
+    check_specs=[dg.AssetCheckSpec(
+        "llm_health", asset="evaluation_run", blocking=True,
+        description="No cell's LLM or service calls failed more often than llm.max_error_rate (default 5%).")],
 )
 def evaluation_run(
     context: dg.AssetExecutionContext,
@@ -138,7 +146,7 @@ def evaluation_run(
     judged_answers: dict[str, pd.DataFrame],
     answer_metrics_per_query: pd.DataFrame,
     answer_metrics: pd.DataFrame,
-) -> dg.Output[pd.DataFrame]:
+) -> Iterator[dg.Output[pd.DataFrame] | dg.AssetCheckResult]:
     """Writes data/runs/<run_id>/ with the comparison against the baseline, and its offline HTML report; the
     verdict, the gate table, the ranking of retrievers and the headline numbers are this asset's metadata."""
     s = settings.load()
@@ -157,7 +165,7 @@ def evaluation_run(
                                                                           list(AGGREGATE_COLUMNS)]],
         ignore_index=True,
     )
-    not_computed = answer_metrics.loc[answer_metrics["note"].notna(), ["metric", "note"]].rename(
+    not_computed = answer_metrics.loc[answer_metrics["note"].notna(), ["retriever", "k", "metric", "note"]].rename(
         columns={"note": "reason"}
     )
     operational = {
@@ -166,6 +174,7 @@ def evaluation_run(
         "completion_tokens": int(answers_table["completion_tokens"].fillna(0).sum()),
         "cost_usd": float(answers_table["cost_usd"].fillna(0).sum()),
     }
+    health = call_health(answers.values(), judged, answer_metrics_per_query)
     versions = _run_versions(context, s)
     root, existing = _same_pipeline_run(context, s)
     config = run_config(
@@ -185,7 +194,7 @@ def evaluation_run(
     path = write_run(
         s.runs_dir,
         results=rows,
-        metrics=metrics_document(aggregate, not_computed, operational),
+        metrics=metrics_document(aggregate, not_computed, operational, health),
         config=config,
         description=s.report.description,
         previous=baseline.path,
@@ -209,7 +218,7 @@ def evaluation_run(
     ranking = "\n".join(f"- {r.sentence()}" for r in rankings) or "_no metric has a value for every retriever_"
     summary = "\n\n".join(metric_sections(run.aggregate_frame(), "###", max_rows=PREVIEW_ROWS,
                                             where=str(path / SUMMARY_FILE)))
-    return dg.Output(
+    yield dg.Output(
         pd.DataFrame([{"run_id": path.name, "run_dir": str(path), "report": str(report),
                        "baseline_run_dir": str(baseline.path) if baseline.path else None, "verdict": verdict}]),
         metadata={
@@ -219,10 +228,53 @@ def evaluation_run(
             "run_dir": dg.MetadataValue.path(str(path)),
             "report": dg.MetadataValue.path(str(report)),
             "summary": dg.MetadataValue.md(summary),
+            "calls": dg.MetadataValue.md(markdown_table(CALL_HEALTH_HEADERS, call_health_rows(
+                health.to_dict("records"))) if len(health) else "_no answer, judge or ragas calls_"),
             "key_chart": dg.MetadataValue.md(f"![hit@k and doc_hit@k per retriever](data:image/png;base64,{chart})"),
             **version_metadata(versions),
         },
     )
+    yield llm_health(s, health)
+
+
+def shown_endpoint(url: str) -> str:
+    """The endpoint without userinfo, query or fragment: what a check may name."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}{parts.path}"
+
+
+def llm_health(s: Settings, health: pd.DataFrame) -> dg.AssetCheckResult:
+    """Fails when a cell's calls to the LLM (answers, judges, ragas) or to the service under test failed more often
+    than llm.max_error_rate; the description names the endpoint (without credentials) and the first error."""
+    limit = s.llm.max_error_rate if s.llm is not None else s.report.gate.max_error_rate
+    endpoints = {"judge": s.llm.base_url if s.llm else None, "ragas": s.llm.base_url if s.llm else None}
+    rows = []
+    for row in health.itertuples(index=False):
+        if row.stage == "answer":
+            endpoint = s.retrieval.http.base_url if row.retriever == "http" else (
+                s.llm.base_url if s.answering.answerer == "llm" and s.llm else None)
+        else:
+            endpoint = endpoints[row.stage]
+        if endpoint is not None:
+            rows.append((row, endpoint))
+    if not rows:
+        return dg.AssetCheckResult(check_name="llm_health", passed=True,
+                                   description="nothing to check: no LLM or service call was made",
+                                   metadata={"status": "nothing to check"})
+    bad = [(row, endpoint) for row, endpoint in rows if row.error_rate > limit]
+    calls = sum(row.calls for row, _ in rows)
+    errors = sum(row.errors for row, _ in rows)
+    metadata = {"calls": calls, "errors": errors, "max_error_rate": limit}
+    if not bad:
+        return dg.AssetCheckResult(check_name="llm_health", passed=True, metadata=metadata,
+                                   description=f"{errors} of {calls} calls failed, within {limit:.0%} per cell")
+    shown = "; ".join(
+        f"{row.retriever}@{row.k} {row.stage} {row.metric}: {row.errors} of {row.calls} calls failed "
+        f"({row.error_rate:.0%} > {limit:.0%}) at {shown_endpoint(endpoint)}; first error: {row.first_error}"
+        for row, endpoint in bad[:3]) + (f"; and {len(bad) - 3} more cells" if len(bad) > 3 else "")
+    return dg.AssetCheckResult(check_name="llm_health", passed=False, description=shown[:2000],
+                               metadata={**metadata, "failing_cells": len(bad)})
 
 
 @dg.asset(
