@@ -15,6 +15,7 @@ import yaml
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.llm.settings import SCHEMA_MODES, LLMSettings
 from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN
+from rag_eval_assets.retrieval.sut_url import url_problems
 from rag_eval_assets.runs.gate import CORRECTIONS, GateSettings
 
 CONFIG_ENV_VAR = "RAG_EVAL_CONFIG"
@@ -75,6 +76,8 @@ class HttpSettings:
     base_url: str = ""
     path: str = "/api/v1/ask"
     api_key_env: str | None = None  # name of the environment variable holding the key; the key is never stored
+    # name of the environment variable holding a JSON object of extra request headers (they may carry secrets)
+    headers_env: str | None = None
     connect_timeout: float = 5.0
     read_timeout: float = 120.0
     max_attempts: int = 5
@@ -223,6 +226,7 @@ _RETRIEVAL_KEYS = {
         "base_url": str,
         "path": str,
         "api_key_env": (str, type(None)),
+        "headers_env": (str, type(None)),
         "connect_timeout": _NUMBER,
         "read_timeout": _NUMBER,
         "max_attempts": int,
@@ -338,6 +342,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
             bad("answering.citation_pattern", f"not a regular expression: {exc}")
     if answerer == "llm" and not isinstance(llm, dict):
         bad("answering.answerer", "'llm' needs an llm section (base_url, model)")
+    http = retrieval.get("http") if isinstance(retrieval, dict) else None
     retrievers = data.get("retrievers", list(Settings.retrievers))
     if isinstance(retrievers, list):
         for i, r in enumerate(retrievers):
@@ -345,9 +350,12 @@ def load_settings(path: str | Path | None = None) -> Settings:
                 bad(f"retrievers[{i}]", f"unknown retriever {r!r}; valid: {', '.join(KNOWN_RETRIEVER_KINDS)}")
         if len(set(retrievers)) != len(retrievers) or not retrievers:
             bad("retrievers", "must be a non-empty list without duplicates")
-        http = retrieval.get("http") if isinstance(retrieval, dict) else None
         if "http" in retrievers and not (isinstance(http, dict) and http.get("base_url")):
             bad("retrieval.http.base_url", "required when the http retriever is listed")
+    if isinstance(http, dict) and isinstance(http.get("base_url"), str) and http["base_url"]:
+        path = http.get("path", HttpSettings.path)
+        for key, why in url_problems(http["base_url"], path if isinstance(path, str) else HttpSettings.path):
+            bad(f"retrieval.http.{key}", why)
     k_values = data.get("k_values", list(Settings.k_values))
     if isinstance(k_values, list):
         k_ok = bool(k_values) and all(isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in k_values)

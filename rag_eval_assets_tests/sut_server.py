@@ -5,6 +5,7 @@ sentence and abstains when no chunk shares a term with the question. `faults` sc
 requests: an int answers with that HTTP status (429 carries Retry-After), "hang" waits past any
 sane read timeout and closes without answering, "truncated_json" sends half of the real body,
 "wrong_shape" drops `chunk_id` from the last chunk and makes the first chunk's `rank` a string.
+`required_headers` makes it answer 401 to any request that lacks one of them with exactly that value.
 """
 
 from __future__ import annotations
@@ -153,6 +154,7 @@ def sut_server(
     folders_field: str = "folders",
     chunks_key: str = "retrieved_chunks",
     abstention_fields: bool = True,
+    required_headers: dict[str, str] | None = None,
 ) -> Iterator[SutServer]:
     """Serve on 127.0.0.1 on a free port in a background thread for the duration of the `with` block."""
     service = _Service(corpus, vault_id, question_field, k_field, folders_field, chunks_key, abstention_fields)
@@ -183,6 +185,9 @@ def sut_server(
                     RecordedRequest(self.command, parts.path, parse_qs(parts.query), dict(self.headers), body)
                 )
                 fault = pending.pop(0) if pending else None
+            if any(self.headers.get(name) != value for name, value in (required_headers or {}).items()):
+                self._send(401, json.dumps({"error": "missing or wrong credentials"}).encode())
+                return
             if parts.path != path:
                 self._send(404, json.dumps({"error": f"no route {parts.path}"}).encode())
                 return

@@ -14,9 +14,11 @@ from rag_eval_assets.retrieval.http_sut import (
     HttpSutClient,
     HttpSutConfig,
     SutChunk,
+    client_for,
     parse_sut_response,
     sut_results_frame,
 )
+from rag_eval_assets.settings import HttpSettings
 from rag_eval_assets_tests.sut_server import CorpusChunk, chunk_id_of, sut_server, unused_port
 
 GO = CorpusChunk(
@@ -97,6 +99,76 @@ def test_debug_flag_body_fields_and_headers_are_sent():
     assert secret not in repr(config)
     assert [c.chunk_id for c in response.chunks] == [chunk_id_of(VAULT, RUN), chunk_id_of(VAULT, SLEEP)]
     assert response.folder_selection == {"folders": ["Health"], "reasoning": "requested by caller"}
+
+
+def test_base_url_query_and_path_prefix_are_kept_beside_debug():
+    with sut_server(CORPUS, path="/tenant-a/api/v1/ask") as server:
+        with _client(server.url + "/tenant-a/?token=t%2F0k&lang=en") as client:
+            response = client.ask("string sort", k=1)
+        [request] = server.requests
+    assert request.path == "/tenant-a/api/v1/ask"
+    assert request.query == {"token": ["t/0k"], "lang": ["en"], "debug": ["true"]}
+    assert response.chunks[0].chunk_id == chunk_id_of(VAULT, GO)
+
+
+def test_errors_mask_the_base_url_query():
+    with sut_server(CORPUS) as server, _client(server.url + "?token=s3cret", path="/api/v2/ask") as client:
+        with pytest.raises(HttpCallError) as info:
+            client.ask("string sort", k=1)
+        assert server.requests[0].query["token"] == ["s3cret"]
+    assert str(info.value).startswith(f"POST {server.url}/api/v2/ask?token=***&debug=true failed after 1 attempt")
+    assert "s3cret" not in str(info.value)
+
+
+def _auth_settings(url: str, **overrides) -> HttpSettings:
+    return HttpSettings(base_url=url, max_attempts=1, **overrides)
+
+
+def test_client_for_sends_the_bearer_key_and_the_headers_of_headers_env(monkeypatch):
+    required = {"Authorization": "Bearer sk-sut-1", "X-Tenant": "acme"}
+    monkeypatch.setenv("SUT_KEY", "sk-sut-1")
+    monkeypatch.setenv("SUT_HEADERS", json.dumps({"X-Tenant": "acme"}))
+    with sut_server(CORPUS, required_headers=required) as server:
+        with client_for(_auth_settings(server.url, api_key_env="SUT_KEY", headers_env="SUT_HEADERS")) as client:
+            response = client.ask("string sort", k=1)
+        # Without the tenant header the service refuses, and a 401 is not retried.
+        with client_for(_auth_settings(server.url, api_key_env="SUT_KEY")) as client:
+            with pytest.raises(HttpCallError) as info:
+                client.ask("string sort", k=1)
+        # The whole Authorization header may come from headers_env instead.
+        monkeypatch.setenv("SUT_HEADERS", json.dumps(required))
+        with client_for(_auth_settings(server.url, headers_env="SUT_HEADERS")) as client:
+            again = client.ask("string sort", k=1)
+        sent = [(r.headers.get("Authorization"), r.headers.get("X-Tenant")) for r in server.requests]
+    assert response.answer == again.answer == "Go has no built in string sort."
+    assert info.value.last_status == 401 and len(info.value.attempts) == 1
+    assert sent == [("Bearer sk-sut-1", "acme"), ("Bearer sk-sut-1", None), ("Bearer sk-sut-1", "acme")]
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (None, "retrieval.http.headers_env names SUT_HEADERS, which is not set in the environment"),
+        ('{"X-Tenant": "acme-secret"', "retrieval.http.headers_env names SUT_HEADERS, which is not valid JSON (line 1"),
+        ('["acme-secret"]', "retrieval.http.headers_env names SUT_HEADERS, which holds a JSON array, not an object"),
+        ('{"X-Tenant": "acme-secret", "X-Level": 3, "X-On": true}',
+         "retrieval.http.headers_env names SUT_HEADERS, whose headers ['X-Level', 'X-On'] have values that are not"),
+    ],
+)
+def test_bad_headers_env_names_the_setting_and_the_variable_never_the_value(monkeypatch, value, message):
+    if value is not None:
+        monkeypatch.setenv("SUT_HEADERS", value)
+    with pytest.raises(ValueError) as info:
+        client_for(_auth_settings("http://127.0.0.1:9", headers_env="SUT_HEADERS"))
+    assert str(info.value).startswith(message)
+    assert "acme-secret" not in str(info.value)
+
+
+def test_authorization_from_both_api_key_env_and_headers_env_is_refused(monkeypatch):
+    monkeypatch.setenv("SUT_KEY", "k")
+    monkeypatch.setenv("SUT_HEADERS", '{"authorization": "Basic abc"}')
+    with pytest.raises(ValueError, match="sets Authorization, which retrieval.http.api_key_env also sets"):
+        client_for(_auth_settings("http://127.0.0.1:9", api_key_env="SUT_KEY", headers_env="SUT_HEADERS"))
 
 
 def test_abstains_when_no_chunk_shares_a_term_with_the_question():
@@ -255,6 +327,12 @@ def test_404_fails_at_once():
 def test_config_and_arguments_are_checked():
     with pytest.raises(ValueError, match="base_url"):
         HttpSutConfig(base_url="localhost:9000")
+    with pytest.raises(ValueError, match="base_url has a fragment"):
+        HttpSutConfig(base_url="http://x/#token=1")
+    with pytest.raises(ValueError, match="base_url sets `debug`"):
+        HttpSutConfig(base_url="http://x/?debug=false")
+    with pytest.raises(ValueError, match="path must be a path only"):
+        HttpSutConfig(base_url="http://x", path="/ask?token=1")
     with pytest.raises(ValueError, match="extra_body"):
         HttpSutConfig(base_url="http://x", extra_body={"k": 3})
     with _client("http://127.0.0.1:9") as client:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import pandas as pd
 import pytest
 
 from rag_eval_assets.llm import LLMCache, LLMClient, LLMSettings, Prompt
+from rag_eval_assets.metrics.ragas_context import ContextRow, ragas_context_metrics
+from rag_eval_assets_tests.counting_proxy import counting_proxy
 from rag_eval_assets_tests.llama_server import SMOLLM2_ALIAS, running_smollm2
 
 ANSWER_SCHEMA = {
@@ -77,3 +80,21 @@ def test_the_second_identical_call_is_a_cache_hit(base_url, tmp_path):
     assert second.cached and second.content == first.content and second.attempts == 0
     assert (second.prompt_tokens, second.completion_tokens) == (first.prompt_tokens, first.completion_tokens)
     assert usage["requests"] == 1 and usage["cache_hits"] == 1
+
+
+def test_ragas_llm_metrics_rerun_with_unchanged_inputs_sends_no_request(base_url, tmp_path):
+    paris = "Paris is the capital of France."
+    rows = [ContextRow("q1", "What is the capital of France?", [paris], [paris], paris)]
+    with counting_proxy(base_url) as proxy, LLMCache(tmp_path / "llm.sqlite") as cache:
+        settings = LLMSettings(base_url=proxy.url, model=SMOLLM2_ALIAS, max_tokens=256, read_timeout=300.0)
+        with LLMClient(settings, cache) as client:
+            first = ragas_context_metrics(rows, llm=client)
+        sent = proxy.requests["/v1/chat/completions"]
+        with LLMClient(settings, cache) as client:
+            second = ragas_context_metrics(rows, llm=client)
+        resent = proxy.requests["/v1/chat/completions"] - sent
+    assert first["error"].isna().all(), first["error"].tolist()
+    # One prompt per retrieved context for precision, one for recall; a repair request would add to it.
+    assert sent >= 2
+    assert resent == 0
+    pd.testing.assert_frame_equal(second, first)

@@ -280,3 +280,15 @@ def test_total_bounds_and_caps(description, questions, evidence, topic, extra) -
     longer = dict(full, detailed_description=full["detailed_description"] + extra + EXPECTED["detailed_description"])
     longer["predicted_questions"] = full["predicted_questions"] + extra + EXPECTED["predicted_questions"]
     assert score_json_v2(EXPECTED, json.dumps(longer, ensure_ascii=False), CONTEXTS).score == full_score.score
+
+
+def test_an_empty_or_abstained_answer_scores_zero_unless_abstention_is_expected() -> None:
+    empty = score_json_v2(EXPECTED, "  ", CONTEXTS)
+    assert (empty.schema_ok, empty.score, empty.parts) == (False, 0.0, {})
+    # A perfect object that came with abstained: true is no answer either.
+    abstained = score_json_v2(EXPECTED, answer(), CONTEXTS, abstained=True)
+    assert (abstained.schema_ok, abstained.score, abstained.parts) == (False, 0.0, {})
+    assert abstained.schema_error == "no answer: the answer abstained"
+    expected = score_json_v2(EXPECTED, "", CONTEXTS, abstained=True, abstention_expected=True)
+    assert (expected.schema_ok, expected.total, expected.score) == (True, 1.0, 100.0)
+    assert set(expected.parts.values()) == {1.0} and len(expected.parts) == 7

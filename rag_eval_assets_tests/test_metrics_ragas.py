@@ -1,6 +1,6 @@
 """RAGAS context precision / recall through ragas 0.4.3: the non-LLM variants on a tiny real example, the rows built
-from retrieval results and gold, error rows for every failure, and the LLM variants against a loopback
-OpenAI-compatible server that answers with fixed verdicts."""
+from retrieval results and gold, error rows for every failure, and the LLM variants through the project's LLM
+client and cache against a loopback OpenAI-compatible server that answers with fixed verdicts."""
 
 from __future__ import annotations
 
@@ -17,14 +17,13 @@ import pytest
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.http_retry import RetryPolicy
+from rag_eval_assets.llm.cache import LLMCache
+from rag_eval_assets.llm.client import LLMClient
 from rag_eval_assets.llm.settings import LLMSettings
 from rag_eval_assets.metrics.ragas_context import RAGAS_COLUMNS, ContextRow, context_rows, ragas_context_metrics
 
 PARIS = "Paris is the capital and largest city of France."
 BERLIN = "Berlin hosts many museums and a large zoo near the Tiergarten."
-# instructor 1.3.2, which ragas uses for structured output, warns about its own deprecated mode on every call.
-pytestmark = pytest.mark.filterwarnings("ignore:FUNCTIONS is deprecated:DeprecationWarning")
-
 EIFFEL = "The Eiffel Tower was completed in 1889 for the World's Fair."
 
 
@@ -165,7 +164,9 @@ def endpoint() -> Iterator[ThreadingHTTPServer]:
     server.server_close()
 
 
-def test_llm_variants_through_an_openai_compatible_endpoint(endpoint: ThreadingHTTPServer) -> None:
+def test_llm_variants_ask_through_the_project_client_and_its_cache(
+    endpoint: ThreadingHTTPServer, tmp_path
+) -> None:
     settings = LLMSettings(
         base_url=f"http://127.0.0.1:{endpoint.server_port}/v1",
         model="judge-model",
@@ -180,7 +181,14 @@ def test_llm_variants_through_an_openai_compatible_endpoint(endpoint: ThreadingH
         ContextRow("q3", "FAIL please", [PARIS], [PARIS]),
         ContextRow("q4", "no reference", [PARIS], []),
     ]
-    table = ragas_context_metrics(rows, llm=settings, api_key="secret")
+    with LLMCache(tmp_path / "llm.sqlite") as cache:
+        with LLMClient(settings, cache, api_key="secret") as client:
+            table = ragas_context_metrics(rows, llm=client)
+            usage = client.usage()
+        sent = list(endpoint.requests)  # type: ignore[attr-defined]
+        with LLMClient(settings, cache, api_key="secret") as client:
+            again = ragas_context_metrics(rows, llm=client)
+            usage_again = client.usage()
     assert set(table["variant"]) == {"llm"}
     got = values(table)
     # every context judged useful: average precision 1; one of two statements attributed: recall 0.5
@@ -188,14 +196,25 @@ def test_llm_variants_through_an_openai_compatible_endpoint(endpoint: ThreadingH
     assert got[("q1", "context_recall")] == 0.5
     found = errors(table)
     assert found[("q2", "context_recall")] == "ragas returned NaN"
-    # The endpoint's 500 reaches the row whatever wraps it (openai's error, or instructor's retry exception).
-    assert "Error code: 500" in found[("q3", "context_precision")] and "boom" in found[("q3", "context_precision")]
+    # The endpoint's 500 reaches the row as the client's own error text, body excerpt included.
+    url = settings.chat_url
+    for metric in ("context_precision", "context_recall"):
+        assert found[("q3", metric)].startswith(f"RagasLLMError: POST {url} failed after 1 attempt(s) (attempt 1: "
+                                                "status 500")
+        assert "boom" in found[("q3", metric)]
     assert found[("q4", "context_precision")] == (
         "no reference contexts: the question has no chunk-level gold and no reference answer"
     )
     assert len(table) == 8
-    first = endpoint.requests[0]  # type: ignore[attr-defined]
+    # q1: two contexts + one recall prompt; q2: one + one; q3: both fail. The good replies are cached.
+    assert len(sent) == usage["requests"] == 7 and usage["errors"] == 2
+    first = sent[0]
     assert (first["model"], first["temperature"], first["max_tokens"], first["seed"]) == ("judge-model", 0.0, 256, 7)
-    assert first["response_format"] == {"type": "json_object"}
+    assert first["response_format"]["type"] == "json_object"
+    assert first["response_format"]["schema"]["additionalProperties"] is False
     # q1's reference answer is what the LLM compares against
-    assert any("Paris." in json.dumps(r["messages"]) for r in endpoint.requests)  # type: ignore[attr-defined]
+    assert any("Paris." in json.dumps(r["messages"]) for r in sent)
+    # Unchanged inputs: every good reply comes from the cache; only the failed q3 calls are asked again.
+    assert len(endpoint.requests) - len(sent) == usage_again["requests"] == 2  # type: ignore[attr-defined]
+    assert usage_again["cache_hits"] == 5
+    pd.testing.assert_frame_equal(again, table)

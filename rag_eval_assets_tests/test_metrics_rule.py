@@ -191,3 +191,28 @@ def test_rule_score_bounds_and_invariance_to_case_and_whitespace(
 def test_fold() -> None:
     assert fold("  Ёлка\u00a0и\tЁЖ  ") == "елка и еж"
     assert fold("ﬁ Ｗ") == "fi w"
+
+
+def test_an_empty_or_abstained_answer_scores_zero_when_an_answer_is_expected() -> None:
+    # Read literally, must_not_include alone gives "nothing said" 0.7 * 1 (no groups) + 0.3 * 1 (nothing forbidden).
+    only_forbidden = q(must_not_include=("XX",))
+    for answer, abstained in (("", False), (" \n\t", False), ("Не знаю.", True)):
+        score = score_rules(only_forbidden, answer, abstained=abstained)
+        assert (score.include_rate, score.safe_ok, score.base_score, score.question_score) == (0.0, 0.0, 0.0, 0.0)
+    # An abstention that happens to hold a required phrase and a citation earns neither.
+    cited = q(must_include=("2023",), must_include_any=(("млрд", "миллиард"),), require_citation=True)
+    score = score_rules(cited, "Про 2023 год не знаю (стр. 4)", abstained=True)
+    assert (score.include_hits, score.include_total, score.missing) == (0, 2, ("2023", "млрд | миллиард"))
+    assert (score.citation_ok, score.citation_penalty, score.question_score) == (False, 0.2, 0.0)
+    # Not abstained and not empty: the seed's formula as written (0.7 * 1/2 + 0.3 * 1, no citation: - 0.2).
+    assert score_rules(cited, "Про 2023 год не знаю").question_score == pytest.approx(0.45)
+
+
+def test_an_abstention_scores_one_when_the_question_expects_it() -> None:
+    negative = q(type="negative", must_include=("2023",), must_not_include=("XX",), require_citation=True)
+    for answer, abstained in (("", False), ("Не знаю.", True)):
+        score = score_rules(negative, answer, abstained=abstained)
+        assert (score.include_rate, score.safe_ok, score.base_score) == (1.0, 1.0, 1.0)
+        assert (score.citation_ok, score.citation_penalty, score.question_score) == (False, 0.0, 1.0)
+    # Answering a question that expects abstention is scored as written: "XX" said, "2023" not, no citation.
+    assert score_rules(negative, "Выручка XX").question_score == 0.0

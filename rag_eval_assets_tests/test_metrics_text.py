@@ -8,6 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rag_eval_assets.evalset.schema import Question
+from rag_eval_assets.metrics.answers import score_answers
 from rag_eval_assets.metrics.normalise import strip_symbols
 from rag_eval_assets.metrics.text import exact_match, rouge_l, semantic_similarity, text_metrics, token_f1, tokens
 from rag_eval_assets.retrieval.encoders import SentenceTransformerEncoder
@@ -116,3 +118,31 @@ def test_invariance_bounds_and_lcs(pred: list[str], ref: list[str], pred_gaps: l
     if pt and rt:
         lcs = lcs_dp(pt, rt)
         assert rl == pytest.approx(0.0 if lcs == 0 else 2 * lcs / (len(pt) + len(rt)))
+
+
+def test_an_empty_or_abstained_answer_matches_no_reference_unless_abstention_is_expected(
+    encoder: SentenceTransformerEncoder,
+) -> None:
+    questions = [
+        # seed 004: the reference is the answer
+        Question(id="g1", question="Сколько хранятся копии?", format="seed004", reference_answer="Не знаю."),
+        Question(id="g2", question="Сколько хранятся копии?", format="seed004", reference_answer="Тридцать дней."),
+        # seed 001: a negative's reference answer says the documents do not tell
+        Question(id="n1", question="Какой размер обуви у директора?", format="seed001", type="negative",
+                 reference_answer="В документах этого нет."),
+    ]
+    answers = [
+        # The refusal equals g1's reference token for token (literally 1.0 on all four), but it abstained.
+        {"id": "g1", "answer": "Не знаю.", "abstained": True},
+        {"id": "g2", "answer": "   "},
+        {"id": "n1", "answer": "Не знаю."},  # inferred abstention: the right answer to a negative
+    ]
+    per_question, _ = score_answers(questions, answers, encoder)
+    value = {(r.query_id, r.metric): r.value for r in per_question.itertuples()}
+    metrics = ("token_f1", "exact_match", "rouge_l", "semantic_similarity")
+    assert [value[("g1", m)] for m in metrics] == [0.0, 0.0, 0.0, 0.0]
+    assert [value[("g2", m)] for m in metrics] == [0.0, 0.0, 0.0, 0.0]
+    assert [value[("n1", m)] for m in metrics] == [1.0, 1.0, 1.0, 1.0]
+    # Answered text is scored as written: "Тридцать дней." against itself.
+    per_question, _ = score_answers(questions[1:2], [{"id": "g2", "answer": "Тридцать дней."}], encoder)
+    assert per_question.set_index("metric")["value"][list(metrics)].tolist() == pytest.approx([1.0] * 4, abs=1e-5)

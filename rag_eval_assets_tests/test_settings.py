@@ -151,3 +151,22 @@ def test_alert_and_retention_problems_name_their_keys(tmp_path):
         "alerts.on[1]": "'sometimes' is not one of worse, incompatible, failed",
         "retention.keep_runs": "must be >= 1 (or null: keep every run), got 0",
     }
+
+
+def test_http_base_url_keeps_its_query_and_parts_that_could_not_be_kept_are_errors(tmp_path):
+    head = "corpus: {id: c, path: d}\nevalset: {name: e, path: q}\nretrievers: [http]\n"
+    good = _write(tmp_path, head + "retrieval: {http: {base_url: 'https://rag.example/t1/?token=abc', "
+                  "api_key_env: SUT_KEY, headers_env: SUT_HEADERS}}\n")
+    http = load_settings(good).retrieval.http
+    assert (http.base_url, http.api_key_env, http.headers_env) == ("https://rag.example/t1/?token=abc", "SUT_KEY",
+                                                                   "SUT_HEADERS")
+    bad = _write(tmp_path, head + "retrieval: {http: {base_url: 'https://rag.example/?debug=false#token=abc', "
+                 "path: '/ask?v=2', headers_env: 3}}\n")
+    with pytest.raises(InputError) as info:
+        load_settings(bad)
+    assert [(p.field, p.message) for p in info.value.problems] == [
+        ("retrieval.http.headers_env", "wrong type int"),
+        ("retrieval.http.base_url", "has a fragment (#...), which is never sent to the server"),
+        ("retrieval.http.base_url", "sets `debug` in its query; the client sends debug=true itself"),
+        ("retrieval.http.path", "must be a path only; put query parameters on base_url, where they are kept"),
+    ]

@@ -115,7 +115,10 @@ def score_answers(
     - seed 002's abstention metrics, as in generation.abstention: abstention_accuracy and
       hallucination_rate_unanswerable for unanswerable questions (answerable false or type negative), answered_rate
       for the others. An answer without a reported abstained flag is judged by generation.abstention.infer_abstention
-      (empty, or a refusal phrase); such flags are counted as inferred.
+      (empty, or a refusal phrase); such flags are counted as inferred. An empty answer counts as abstained (inferred)
+      even when the answer said abstained false;
+    - an empty or abstained answer scores 0 on every metric above that measures the answer (rules, json_v2, text
+      metrics) when the question expects an answer, and full marks when it expects abstention (docs/metrics.md).
 
     summary: n (answered questions), n_questions, missing_answers (ids), weighted_score (seed 000, over the answered
     questions with rules; None when no question has rules), means (metric -> mean over defined values), json_v2_gate (seed 003) and abstention when applicable.
@@ -139,21 +142,26 @@ def score_answers(
     rule_weights: list[float] = []
     json_scores: list[JsonV2Score] = []
     abstentions: list[tuple[bool, bool]] = []  # (correct, inferred)
+    silent: set[str] = set()  # empty or abstained: scored by the question's expectation, not by the text
     for q in scored:
         a = answered[q.id]
+        abstained, inferred = a.get("abstained"), bool(a.get("abstained_inferred"))
+        if abstained is None:
+            abstained, inferred = infer_abstention(a["answer"]) is not None, True
+        if not abstained and not a["answer"].strip():  # an empty answer says nothing, whatever flag came with it
+            abstained, inferred = True, True
+        if abstained:
+            silent.add(q.id)
         if has_rules(q):
-            rules = score_rules(q, a["answer"], citation_pattern)
+            rules = score_rules(q, a["answer"], citation_pattern, abstained)
             rule_scores.append(rules.question_score)
             rule_weights.append(q.weight)
             records += [(q.id, name, float(getattr(rules, name))) for name in RULE_METRICS]
         if q.answer_example is not None:
-            js = score_json_v2(q.answer_example, a["answer"], a.get("contexts") or [])
+            js = score_json_v2(q.answer_example, a["answer"], a.get("contexts") or [], abstained, q.is_negative)
             json_scores.append(js)
             records += [(q.id, "json_v2_score", js.score), (q.id, "json_v2_schema_ok", float(js.schema_ok))]
             records += [(q.id, f"json_v2_{name}", js.parts.get(name, math.nan)) for name in WEIGHTS]
-        abstained, inferred = a.get("abstained"), bool(a.get("abstained_inferred"))
-        if abstained is None:
-            abstained, inferred = infer_abstention(a["answer"]) is not None, True
         if q.is_negative:
             abstentions.append((abstained, inferred))
             records += [(q.id, "abstention_accuracy", float(abstained)),
@@ -165,7 +173,9 @@ def score_answers(
         preds = [answered[q.id]["answer"] for q in with_reference]
         table = text_metrics(preds, [q.reference_answer for q in with_reference], encoder)
         for q, row in zip(with_reference, table.to_dict("records")):
-            records += [(q.id, name, float(value)) for name, value in row.items()]
+            # Saying nothing matches no reference, unless the question expects exactly that.
+            records += [(q.id, name, float(q.is_negative) if q.id in silent else float(value))
+                        for name, value in row.items()]
 
     per_question = pd.DataFrame(records, columns=list(PER_QUESTION_COLUMNS)).astype({"value": float})
     summary: dict[str, Any] = {

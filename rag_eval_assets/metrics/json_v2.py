@@ -62,10 +62,20 @@ class GateResult:
 
 
 def score_json_v2(
-    expected: Mapping[str, Any], answer_text: str, contexts: Sequence[Mapping[str, str]]
+    expected: Mapping[str, Any],
+    answer_text: str,
+    contexts: Sequence[Mapping[str, str]],
+    abstained: bool = False,
+    abstention_expected: bool = False,
 ) -> JsonV2Score:
     """`expected` is the question's answer_example; `contexts` the retrieved chunks the answer was given, each
-    {"source_path", "text"}, in rank order."""
+    {"source_path", "text"}, in rank order.
+
+    An abstained answer fails the schema (score 0), as an empty one does, even when its text is a valid object; when the question expects abstention it scores 100 with every part 1."""
+    if abstained and abstention_expected:
+        return JsonV2Score(schema_ok=True, parts={name: 1.0 for name in WEIGHTS}, total=1.0, score=100.0)
+    if abstained:
+        return JsonV2Score(schema_ok=False, schema_error="no answer: the answer abstained")
     got, error = parse_answer(answer_text)
     if got is None:
         return JsonV2Score(schema_ok=False, schema_error=error)

@@ -4,11 +4,11 @@ Without an LLM the non-LLM variants run (`NonLLMContextPrecisionWithReference`, 
 retrieved context is compared with each reference context by rapidfuzz's normalised Levenshtein similarity, a pair
 counting as a match at >= 0.5 for precision and > 0.5 for recall (ragas' thresholds). The reference contexts are the
 texts of the question's chunk-level gold chunks. With an LLM the collection variants `ContextPrecisionWithReference`
-and `ContextRecall` run against an OpenAI-compatible endpoint; their `reference` is the question's reference answer,
-or else the reference contexts joined.
+and `ContextRecall` ask through the project's LLMClient (ragas_llm.py: its cache, retries and usage counts); their
+`reference` is the question's reference answer, or else the reference contexts joined.
 
 Nothing is dropped: every (question, metric) gets a row, and whatever ragas raises or returns as NaN becomes a row
-with value NaN and the reason in `error`.
+with value NaN and the reason in `error` (for a failed LLM call, the client's error text).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pandas as pd
 
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.evalset.schema import Question
-from rag_eval_assets.llm.settings import LLMSettings
+from rag_eval_assets.llm.client import LLMClient
 from rag_eval_assets.metrics.retrieval import CHUNK_PRECISE_SOURCES
 
 RAGAS_METRICS = ("context_precision", "context_recall")
@@ -71,15 +71,13 @@ def context_rows(
     ]
 
 
-def ragas_context_metrics(
-    rows: Sequence[ContextRow], llm: LLMSettings | None = None, api_key: str | None = None
-) -> pd.DataFrame:
+def ragas_context_metrics(rows: Sequence[ContextRow], llm: LLMClient | None = None) -> pd.DataFrame:
     """Long table (query_id, metric, value, variant, error): context_precision and context_recall per row;
-    `variant` is "non_llm" or "llm". `api_key` is the endpoint's key (a local server needs none).
+    `variant` is "non_llm" or "llm" (when `llm` is given).
 
     Runs its own event loop, so it must not be called from inside a running one."""
     _ragas_offline()
-    scored = asyncio.run(_score_all(rows, llm, api_key))
+    scored = asyncio.run(_score_all(rows, llm))
     variant = "non_llm" if llm is None else "llm"
     records = [
         (row.query_id, metric, value, variant, error)
@@ -96,9 +94,7 @@ def _ragas_offline() -> None:
     os.environ["RAGAS_DO_NOT_TRACK"] = "true"
 
 
-async def _score_all(
-    rows: Sequence[ContextRow], llm: LLMSettings | None, api_key: str | None
-) -> list[list[tuple[float, str | None]]]:
+async def _score_all(rows: Sequence[ContextRow], llm: LLMClient | None) -> list[list[tuple[float, str | None]]]:
     if llm is None:
         from ragas.metrics._context_precision import NonLLMContextPrecisionWithReference
         from ragas.metrics._context_recall import NonLLMContextRecall
@@ -111,9 +107,11 @@ async def _score_all(
 
     from ragas.metrics.collections import ContextPrecisionWithReference, ContextRecall
 
-    client, ragas_llm = _ragas_llm(llm, api_key)
+    from rag_eval_assets.metrics.ragas_llm import ClientRagasLLM
+
+    ragas_llm = ClientRagasLLM(llm)
     metrics = (ContextPrecisionWithReference(llm=ragas_llm), ContextRecall(llm=ragas_llm))
-    limit = asyncio.Semaphore(llm.max_concurrency)
+    limit = asyncio.Semaphore(llm.settings.max_concurrency)
 
     async def score_row(row: ContextRow) -> list[tuple[float, str | None]]:
         reference = row.reference or "\n\n".join(row.reference_contexts)
@@ -125,11 +123,7 @@ async def _score_all(
                 out.append(await _guarded(lambda m=metric: m.ascore(**inputs), missing))
         return out
 
-    try:
-        return list(await asyncio.gather(*(score_row(row) for row in rows)))
-    finally:
-        await client.close()
-
+    return list(await asyncio.gather(*(score_row(row) for row in rows)))
 
 
 def _missing(row: ContextRow, reference: object, no_reference: str = _NO_GOLD) -> str | None:
@@ -157,28 +151,3 @@ async def _guarded(call: Callable[[], Awaitable[Any]], missing: str | None) -> t
     # Collection metrics return a MetricResult, the older single-turn metrics a bare float.
     value = float(getattr(result, "value", result))
     return (math.nan, "ragas returned NaN") if math.isnan(value) else (value, None)
-
-
-def _ragas_llm(settings: LLMSettings, api_key: str | None) -> tuple[Any, Any]:
-    """(client, ragas' instructor LLM) over an AsyncOpenAI client pointed at the configured endpoint. Instructor's
-    JSON mode (ragas' choice for OpenAI clients) sends `response_format: json_object` with the output schema in a
-    system message, which llama.cpp, vLLM and Ollama servers accept."""
-    import httpx
-    from openai import AsyncOpenAI
-    from ragas.llms import llm_factory
-
-    client = AsyncOpenAI(
-        base_url=settings.base_url,
-        # The OpenAI client refuses to start without a key; local servers ignore whatever is sent.
-        api_key=api_key or "unused",
-        timeout=httpx.Timeout(settings.read_timeout, connect=settings.connect_timeout),
-        max_retries=settings.retry.max_attempts - 1,
-    )
-    llm = llm_factory(
-        settings.model,
-        client=client,
-        temperature=settings.temperature,
-        max_tokens=settings.max_tokens,
-        seed=settings.seed,
-    )
-    return client, llm

@@ -1,7 +1,7 @@
 """The system under test behind HTTP: seed 002's `/api/v1/ask?debug=true` contract.
 
 Request: a JSON body `{question_field: question, k_field: k, folders_field: folders?, **extra_body}`
-sent with query parameter `debug=true`, whatever the method.
+sent to base_url + path with query parameter `debug=true` after base_url's own (sut_url.py), whatever the method.
 
 Response (a JSON object):
 - `answer`: string (null is read as "")
@@ -31,6 +31,7 @@ import pandas as pd
 
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.http_retry import RetryPolicy, send_with_retries
+from rag_eval_assets.retrieval.sut_url import request_url, shown_url, url_problems
 from rag_eval_assets.settings import HttpSettings
 
 CHUNK_LIST_KEYS = ("retrieved_chunks", "chunks")
@@ -39,6 +40,7 @@ _CHUNK_STRINGS = {"chunk_id": False, "rel_path": False, "heading_path": True, "t
 _SCORE_FIELDS = ("score_vector", "score_lexical", "score_final")
 
 _MISSING = object()
+_JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
 
 SUT_RESULT_COLUMNS = (
     "query_id",
@@ -73,15 +75,20 @@ class HttpSutConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
     def __post_init__(self) -> None:
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {self.base_url!r}")
+        problems = url_problems(self.base_url, self.path)
+        if problems:
+            raise ValueError("; ".join(f"{key} {why}" for key, why in problems))
         clashes = {self.question_field, self.k_field, self.folders_field} & set(self.extra_body)
         if clashes:
             raise ValueError(f"extra_body must not set the request's own fields: {sorted(clashes)}")
 
     @property
     def url(self) -> str:
-        return self.base_url.rstrip("/") + "/" + self.path.lstrip("/")
+        return request_url(self.base_url, self.path)
+
+    @property
+    def shown_url(self) -> str:
+        return shown_url(self.base_url, self.path)
 
 
 @dataclass(frozen=True)
@@ -147,12 +154,14 @@ class HttpSutClient:
             body[cfg.folders_field] = list(folders)
 
         def build() -> httpx.Request:
-            return self._client.build_request(cfg.method, cfg.url, params={"debug": "true"}, json=body)
+            return self._client.build_request(cfg.method, cfg.url, json=body)
 
         started = time.perf_counter()
-        sent = send_with_retries(self._client, build, cfg.retry, sleep=self._sleep, rng=self._rng)
+        sent = send_with_retries(
+            self._client, build, cfg.retry, sleep=self._sleep, rng=self._rng, shown_url=cfg.shown_url
+        )
         latency_s = time.perf_counter() - started
-        return parse_sut_response(sent.response.content, str(sent.response.url), latency_s, len(sent.attempts))
+        return parse_sut_response(sent.response.content, cfg.shown_url, latency_s, len(sent.attempts))
 
 
 def parse_sut_response(content: bytes, url: str, latency_s: float, attempts: int) -> SutResponse:
@@ -314,13 +323,18 @@ def sut_chunks_frame(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def client_for(http: HttpSettings, base_url: str | None = None) -> HttpSutClient:
-    """The client of `retrieval.http` (its key from the environment variable it names, its timeouts and retries),
-    at `base_url` when given instead of the configured one."""
-    headers = {}
+    """The client of `retrieval.http` (its key and headers from the environment variables it names, its timeouts
+    and retries), at `base_url` when given instead of the configured one."""
+    headers = headers_from_env(http.headers_env)
     if http.api_key_env:
         key = os.environ.get(http.api_key_env)
         if not key:
             raise ValueError(f"retrieval.http.api_key_env names {http.api_key_env}, which is not set in the environment")
+        if any(name.lower() == "authorization" for name in headers):
+            raise ValueError(
+                f"retrieval.http.headers_env ({http.headers_env}) sets Authorization, which retrieval.http.api_key_env"
+                " also sets; keep one"
+            )
         headers["Authorization"] = f"Bearer {key}"
     return HttpSutClient(
         HttpSutConfig(
@@ -332,3 +346,26 @@ def client_for(http: HttpSettings, base_url: str | None = None) -> HttpSutClient
             retry=RetryPolicy(max_attempts=http.max_attempts),
         )
     )
+
+
+def headers_from_env(variable: str | None) -> dict[str, str]:
+    """The JSON object of string headers held by environment variable `variable` ({} when None). Errors name the
+    setting and the variable, never the value: headers carry secrets."""
+    if not variable:
+        return {}
+    where = f"retrieval.http.headers_env names {variable}"
+    raw = os.environ.get(variable)
+    if raw is None:
+        raise ValueError(f"{where}, which is not set in the environment")
+    try:
+        headers = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        # Only the position: the message of a JSON error quotes no input, but the text around it would.
+        raise ValueError(f"{where}, which is not valid JSON (line {exc.lineno}, column {exc.colno})") from None
+    if not isinstance(headers, dict):
+        kind = _JSON_KINDS.get(type(headers), type(headers).__name__)
+        raise ValueError(f"{where}, which holds a JSON {kind}, not an object of headers")
+    bad = sorted(name for name, value in headers.items() if not isinstance(value, str))
+    if bad:
+        raise ValueError(f"{where}, whose headers {bad} have values that are not strings")
+    return headers

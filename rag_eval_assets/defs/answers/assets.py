@@ -1,6 +1,7 @@
 """Answers and judgments on the retriever x k grid, generated queries, and answer metric tables."""
 
 import json
+from contextlib import ExitStack
 
 import dagster as dg
 import pandas as pd
@@ -12,6 +13,7 @@ from rag_eval_assets.defs.metadata import preview, upstream_versions, version_me
 from rag_eval_assets.defs.resources import LLMResource, RagEvalSettings
 from rag_eval_assets.defs.retrieval.build import encoder_for
 from rag_eval_assets.defs.storage.parquet_io_manager import PARTITION_DIMENSIONS_KEY
+from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.evalset.tables import questions_from_frame, questions_for_metrics
 from rag_eval_assets.generation.abstention import attribution_hit
 from rag_eval_assets.generation.answers import answer_questions
@@ -36,6 +38,32 @@ NO_RULES = ("not applicable: no question has a seed 000 rule (must_include, must
 NOT_COMPUTED_COLUMNS = ("metric", "reason")
 # `error`: the failed call's error text of a judge or ragas row (value NaN), so that an outage is counted and shown.
 PER_QUERY_COLUMNS = ("query_id", "retriever", "k", "metric", "value", "error")
+
+
+def _ragas_table(
+    s: Settings,
+    api_key: str | None,
+    questions: list[Question],
+    answers: dict[str, pd.DataFrame],
+    retrieval_results: dict[str, pd.DataFrame],
+    chunks: pd.DataFrame,
+    gold_labels: pd.DataFrame,
+) -> tuple[pd.DataFrame, dict[str, float] | None]:
+    """ragas' context metrics per question, retriever and k with each row's error text, and the usage of the LLM
+    client they asked through (None without an llm section: the non-LLM variants ran)."""
+    tables = []
+    with ExitStack() as stack:
+        # Through our client, so its cache makes a re-run with unchanged inputs send nothing.
+        client = stack.enter_context(llm_client(s, api_key)) if s.llm is not None else None
+        for key in sorted(answers):
+            retriever, k = str(answers[key]["retriever"].iloc[0]), int(answers[key]["k"].iloc[0])
+            # A service under test returns its own chunks, not ours: ragas gets no chunk texts to compare there.
+            if retriever != "http":
+                rows = context_rows(questions, retrieval_results[retriever], chunks, gold_labels, k)
+                tables.append(ragas_context_metrics(rows, client).assign(retriever=retriever, k=k))
+        usage = client.usage() if client is not None else None
+    table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=list(PER_QUERY_COLUMNS))
+    return table[list(PER_QUERY_COLUMNS)], usage
 
 
 def _grid_key(context: dg.AssetExecutionContext) -> tuple[str, int]:
@@ -193,7 +221,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         s = settings.load()
         questions = questions_from_frame(evalset)
         encoder = encoder_for(s)
-        tables, ragas_errors = [], 0
+        tables = []
         for key in sorted(answers):  # one partition in memory at a time
             table = answers[key]
             retriever, k = str(table["retriever"].iloc[0]), int(table["k"].iloc[0])
@@ -204,13 +232,12 @@ def answer_defs(settings: Settings) -> dg.Definitions:
             if judged is not None and len(judged):
                 main = judged[judged["replicate"] == 0]
                 tables.append(main.rename(columns={"judge": "metric", "score": "value"})[list(PER_QUERY_COLUMNS)])
-            # A service under test returns its own chunks, not ours: ragas gets no chunk texts to compare there.
-            if retriever != "http":
-                rows = context_rows(questions, retrieval_results[retriever], chunks, gold_labels, k)
-                ragas = ragas_context_metrics(rows, s.llm, llm.api_key)
-                ragas_errors += int(ragas["error"].notna().sum())
-                tables.append(ragas.assign(retriever=retriever, k=k)[list(PER_QUERY_COLUMNS)])
-        per_query = pd.concat(tables, ignore_index=True).reindex(columns=list(PER_QUERY_COLUMNS))
+        ragas, ragas_usage = _ragas_table(s, llm.api_key, questions, answers, retrieval_results, chunks, gold_labels)
+        ragas_errors = int(ragas["error"].notna().sum())
+        # `error`: why a judge or ragas value is NaN (the failed call's text); null on every other row.
+        per_query = pd.concat([*tables, ragas] if len(ragas) else tables, ignore_index=True).reindex(
+            columns=list(PER_QUERY_COLUMNS))
+        per_query["error"] = per_query["error"].astype(object).where(per_query["error"].notna(), None)
         not_computed = _not_computed(s)
         versions = upstream_versions(context, "evalset", "chunks")
         return dg.Output(
@@ -218,6 +245,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
             metadata={
                 "not_computed": dg.MetadataValue.json(dict(not_computed)),
                 "ragas_error_rows": ragas_errors,
+                **({"ragas_llm_usage": dg.MetadataValue.json(ragas_usage)} if ragas_usage is not None else {}),
                 **version_metadata(versions),
             },
         )
