@@ -31,6 +31,7 @@ import pandas as pd
 
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.http_retry import RetryPolicy, send_with_retries
+from rag_eval_assets.redaction import redact_url
 from rag_eval_assets.settings import HttpSettings
 
 CHUNK_LIST_KEYS = ("retrieved_chunks", "chunks")
@@ -157,6 +158,7 @@ class HttpSutClient:
 
 def parse_sut_response(content: bytes, url: str, latency_s: float, attempts: int) -> SutResponse:
     """Read one response body against the contract in the module docstring."""
+    url = redact_url(url)  # problems name it, and they end up in error columns and logs
     try:
         payload = json.loads(content)
     except ValueError as exc:
