@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from rag_eval_assets.errors import InputError
+from rag_eval_assets.redaction import install_log_redaction, redact_text
 
 
 def _execute(config_file: Path, instance_dir: Path | None = None) -> tuple[bool, list[str]]:
@@ -52,8 +53,12 @@ def _execute(config_file: Path, instance_dir: Path | None = None) -> tuple[bool,
                         error = event.step_failure_data.error
                         while error.cause is not None:
                             error = error.cause
+<<<<<<< HEAD
                         if error.cls_name != "DagsterAssetCheckFailedError" or not failed_checks:
                             errors.append(f"{event.step_key}: {error.message.strip()}")
+=======
+                        errors.append(f"{event.step_key}: {redact_text(error.message.strip())}")
+>>>>>>> f15b
     return ok, errors
 
 
@@ -485,12 +490,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    install_log_redaction()  # the terminal shows log lines (retry warnings, failed calls) with their URLs
     # Dagster flags the beta `data_version` argument on every run; it says nothing to a user of this CLI.
     warnings.filterwarnings("ignore", message=".*is currently in beta.*")
     try:
         return args.func(args)
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact_text(str(exc))}", file=sys.stderr)
         return 2
 
 

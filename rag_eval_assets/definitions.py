@@ -14,7 +14,12 @@ from rag_eval_assets.defs.report.assets import report_defs
 from rag_eval_assets.defs.resources import LLMResource, RagEvalSettings
 from rag_eval_assets.defs.retrieval.assets import retrieval_defs
 from rag_eval_assets.defs.storage.parquet_io_manager import ParquetIOManagerResource
+from rag_eval_assets.redaction import install_log_redaction
 from rag_eval_assets.settings import Settings, default_config_path, load_settings
+
+# Every Dagster process of this code location (webserver, daemon, run and step workers) imports this module: its
+# logs, and so the event log and compute logs, name URLs without their credentials.
+install_log_redaction()
 
 
 def build_defs(config_path: str | Path | None = None) -> dg.Definitions:

@@ -2,7 +2,8 @@
 
 Retried: 429, 500, 502, 503, 504, timeouts and dropped or refused connections. A Retry-After header
 (seconds or HTTP-date) replaces the computed backoff; both are capped at `max_delay`. Any other
-status of 400 or above fails at once. Nothing here logs request headers: they carry API keys.
+status of 400 or above fails at once. Nothing here logs request headers: they carry API keys; URLs in logs and
+errors pass through redaction.redact_url (their userinfo and token-like parameters may be credentials).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 
 import httpx
+
+from rag_eval_assets.redaction import redact_url
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +122,7 @@ def send_with_retries(
         number = len(attempts) + 1
         is_last = number == policy.max_attempts
         request = request_fn()
-        method, url = request.method, shown_url or str(request.url)
+        method, url = request.method, redact_url(shown_url or str(request.url))
         try:
             response = client.send(request)
         except httpx.UnsupportedProtocol as exc:  # a bad URL scheme never heals

@@ -17,6 +17,7 @@ from rag_eval_assets.generation.prompts import ANSWER_PROMPT, ANSWER_SCHEMA, pro
 from rag_eval_assets.http_retry import HttpCallError
 from rag_eval_assets.llm.client import LLMCall, LLMClient
 from rag_eval_assets.llm.prompts import Prompt
+from rag_eval_assets.redaction import redact_url
 from rag_eval_assets.retrieval.http_sut import HttpSutClient, SutResponse
 
 NO_CONTEXT = "(no passages were retrieved)"
@@ -98,7 +99,7 @@ class HttpAnswerer:
 
     @property
     def version(self) -> dict[str, Any]:
-        return {"answerer": self.kind, "url": self.client.config.url}
+        return {"answerer": self.kind, "url": redact_url(self.client.config.url)}
 
     def answer_many(self, questions: list[Question], contexts: list[list[Context]], k: int) -> list[Answer]:
         return [self._answer(q, k) for q in questions]

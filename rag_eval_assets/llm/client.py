@@ -5,7 +5,7 @@ retried with backoff, Retry-After honoured). A request with a schema asks for JS
 mode, validates the reply and, when it does not validate, sends one repair request; a reply that still does
 not validate, or a call that fails for good, comes back with `error` set and `data` None: only
 configuration mistakes (bad messages, schema or params) raise. The API key goes into the Authorization
-header only: never into repr, errors, logs or cache keys.
+header only: never into repr, errors, logs or cache keys; the URL they name is redacted (redaction.py).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from rag_eval_assets.llm.cache import CachedReply, LLMCache, cache_key
 from rag_eval_assets.llm.settings import LLMSettings
 from rag_eval_assets.llm.structured import check_schema, repair_messages, response_format, validate_reply
 from rag_eval_assets.llm.usage import UsageRecorder, cost_usd
+from rag_eval_assets.redaction import redact_url
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +93,7 @@ class LLMClient:
     ):
         self.settings = settings
         self.cache = cache
+        self._shown_url = redact_url(settings.chat_url)  # what errors and logs name
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._usage = UsageRecorder()
@@ -103,7 +105,7 @@ class LLMClient:
         )
 
     def __repr__(self) -> str:
-        return f"LLMClient(model={self.settings.model!r}, base_url={self.settings.base_url!r})"
+        return f"LLMClient(model={self.settings.model!r}, base_url={redact_url(self.settings.base_url)!r})"
 
     def __enter__(self) -> LLMClient:
         return self
@@ -205,7 +207,7 @@ class LLMClient:
         self._usage.add(prompt_tokens=spent.prompt_tokens, completion_tokens=spent.completion_tokens,
                         cost_usd=cost, errors=int(error is not None), unpriced_calls=int(not priced))
         if error is not None:
-            logger.warning("LLM call to %s (model %s) failed: %s", s.chat_url, s.model, error)
+            logger.warning("LLM call to %s (model %s) failed: %s", self._shown_url, s.model, error)
         elif self.cache is not None:
             self.cache.put(request.key, s.model, request.prompt_version,
                            CachedReply(content, spent.prompt_tokens, spent.completion_tokens, latency_s))
@@ -228,7 +230,7 @@ class LLMClient:
         return self._read_reply(sent.response, spent)
 
     def _read_reply(self, response: httpx.Response, spent: _Spent) -> _Reply:
-        url = self.settings.chat_url
+        url = self._shown_url
         try:
             payload = response.json()
         except ValueError as exc:

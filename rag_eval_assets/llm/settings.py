@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from rag_eval_assets.http_retry import RetryPolicy
+from rag_eval_assets.redaction import redact_url
 
 SchemaMode = Literal["json_object_schema", "json_schema"]
 SCHEMA_MODES: tuple[str, ...] = ("json_object_schema", "json_schema")
@@ -35,7 +36,7 @@ class LLMSettings:
     def __post_init__(self) -> None:
         problems = []
         if not self.base_url.startswith(("http://", "https://")):
-            problems.append(f"base_url must start with http:// or https://, got {self.base_url!r}")
+            problems.append(f"base_url must start with http:// or https://, got {redact_url(self.base_url)!r}")
         if not self.model:
             problems.append("model is empty")
         if self.temperature < 0:

@@ -31,6 +31,7 @@ import pandas as pd
 
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.http_retry import RetryPolicy, send_with_retries
+from rag_eval_assets.redaction import redact_url
 from rag_eval_assets.retrieval.sut_url import request_url, shown_url, url_problems
 from rag_eval_assets.settings import HttpSettings
 
@@ -166,6 +167,7 @@ class HttpSutClient:
 
 def parse_sut_response(content: bytes, url: str, latency_s: float, attempts: int) -> SutResponse:
     """Read one response body against the contract in the module docstring."""
+    url = redact_url(url)  # problems name it, and they end up in error columns and logs
     try:
         payload = json.loads(content)
     except ValueError as exc:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
+from rag_eval_assets.redaction import redact_url
+
 DEBUG_PARAM = "debug=true"
 _MASK = "***"
 
@@ -39,7 +41,8 @@ def request_url(base_url: str, path: str) -> str:
 
 
 def shown_url(base_url: str, path: str) -> str:
-    """request_url with the values of base_url's own query parameters masked, for errors and logs."""
+    """request_url with the values of base_url's own query parameters masked (any of them may be a service's
+    credential, whatever its name) and its userinfo redacted, for errors and logs."""
     parts = urlsplit(base_url)
     masked = "&".join(f"{key}={_MASK}" for key, _ in parse_qsl(parts.query, keep_blank_values=True))
-    return request_url(urlunsplit((parts.scheme, parts.netloc, parts.path, masked, "")), path)
+    return redact_url(request_url(urlunsplit((parts.scheme, parts.netloc, parts.path, masked, "")), path))

@@ -3,7 +3,8 @@
     <runs_dir>/<run_id>/
         results.jsonl   one line per (question, retriever, k): question, retrieved chunks, answer, judgments, metrics
         metrics.json    the aggregates (+ the run's id, creation time, description, previous run)
-        config.json     the full configuration: version tuple, config_hash, ... (secret-looking keys dropped)
+        config.json     the full configuration: version tuple, config_hash, ... (secret-looking keys dropped, URLs
+                        redacted: redaction.py)
         summary.md      description, configuration, metric table, change against the previous run
 
 Run ids are UTC timestamps (`20251218_063617`, then `-2`, `-3` for runs started in the same second). A run is written
@@ -29,6 +30,7 @@ import pandas as pd
 
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.metrics.aggregate import AGGREGATE_COLUMNS
+from rag_eval_assets.redaction import redact
 from rag_eval_assets.reports.markdown import markdown_table, metrics_table_markdown
 from rag_eval_assets.runs.gate import GateSettings, is_answer_metric
 from rag_eval_assets.runs.versions import VersionTuple
@@ -377,7 +379,8 @@ def write_run(
         raise ValueError(f"run_id must be letters, digits, '_', '.', '-' and not start with '.' or '-', got {run_id!r}")
     created = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
     previous_run = read_run(previous) if previous is not None else None
-    clean_config = drop_secrets(jsonable(dict(config)))
+    # summary.md, comparison.* and report.html are made from this config, so they hold no credential either.
+    clean_config = redact(drop_secrets(jsonable(dict(config))))
     rows = [jsonable(dict(r)) if store_full_text else truncate_texts(jsonable(dict(r))) for r in results]
     runs_dir.mkdir(parents=True, exist_ok=True)
     stem = run_id or created.strftime(RUN_ID_FORMAT)

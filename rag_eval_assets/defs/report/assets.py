@@ -7,7 +7,6 @@ import json
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import dagster as dg
 import pandas as pd
@@ -35,6 +34,7 @@ from rag_eval_assets.runs.ranking import rank_retrievers
 from rag_eval_assets.runs.reproducibility import reproducibility_fields
 from rag_eval_assets.alerts import send_once, verdict_alert, webhook_url
 from rag_eval_assets.metrics.call_health import call_health
+from rag_eval_assets.redaction import redact_url
 from rag_eval_assets.runs.baseline import NEWEST_ACCEPTED, Baseline, choose_baseline, prune_runs
 from rag_eval_assets.runs.store import (
     CALL_HEALTH_HEADERS,
@@ -237,13 +237,6 @@ def evaluation_run(
     yield llm_health(s, health)
 
 
-def shown_endpoint(url: str) -> str:
-    """The endpoint without userinfo, query or fragment: what a check may name."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    return f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}{parts.path}"
-
-
 def llm_health(s: Settings, health: pd.DataFrame) -> dg.AssetCheckResult:
     """Fails when a cell's calls to the LLM (answers, judges, ragas) or to the service under test failed more often
     than llm.max_error_rate; the description names the endpoint (without credentials) and the first error."""
@@ -271,7 +264,7 @@ def llm_health(s: Settings, health: pd.DataFrame) -> dg.AssetCheckResult:
                                    description=f"{errors} of {calls} calls failed, within {limit:.0%} per cell")
     shown = "; ".join(
         f"{row.retriever}@{row.k} {row.stage} {row.metric}: {row.errors} of {row.calls} calls failed "
-        f"({row.error_rate:.0%} > {limit:.0%}) at {shown_endpoint(endpoint)}; first error: {row.first_error}"
+        f"({row.error_rate:.0%} > {limit:.0%}) at {redact_url(endpoint)}; first error: {row.first_error}"
         for row, endpoint in bad[:3]) + (f"; and {len(bad) - 3} more cells" if len(bad) > 3 else "")
     return dg.AssetCheckResult(check_name="llm_health", passed=False, description=shown[:2000],
                                metadata={**metadata, "failing_cells": len(bad)})

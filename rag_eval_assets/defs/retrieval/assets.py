@@ -23,6 +23,7 @@ from rag_eval_assets.defs.storage.parquet_io_manager import PARTITION_DIMENSIONS
 from rag_eval_assets.evalset.tables import questions_for_metrics, questions_from_frame
 from rag_eval_assets.metrics.aggregate import aggregate_metrics
 from rag_eval_assets.metrics.retrieval import retrieval_metrics as score_retrieval
+from rag_eval_assets.redaction import redact_url
 from rag_eval_assets.retrieval.analyzers import get_analyzer
 from rag_eval_assets.retrieval.bm25 import BM25Index
 from rag_eval_assets.retrieval.dense import DenseIndex
@@ -103,7 +104,7 @@ def _results(
     if name == "http":
         with http_client(s) as client:
             responses = [client.ask(text, depth) for text in texts]
-        return sut_results_frame(ids, responses, name), {"name": "http", "base_url": s.retrieval.http.base_url}
+        return sut_results_frame(ids, responses, name), {"name": "http", "base_url": redact_url(s.retrieval.http.base_url)}
     cache = embedding_cache(s)
     try:
         bm25 = bm25_retriever(s, bm25_table, chunks)
