@@ -43,7 +43,7 @@ def _execute(config_file: Path, instance_dir: Path | None = None) -> tuple[bool,
                 name = f"{check.asset_key.to_user_string()}:{check.check_name}"
                 print(f"  check {name} {'passed' if check.passed else 'FAILED'}")
                 if not check.passed:
-                    failed_checks.append(f"check {name} failed: {check.description or 'no description'}")
+                    failed_checks.append(f"check {name} failed: {redact_text(check.description or 'no description')}")
             if not step.result.success:
                 ok = False
                 # A failed blocking check says why in its own description; Dagster's error only names it.
@@ -53,12 +53,8 @@ def _execute(config_file: Path, instance_dir: Path | None = None) -> tuple[bool,
                         error = event.step_failure_data.error
                         while error.cause is not None:
                             error = error.cause
-<<<<<<< HEAD
                         if error.cls_name != "DagsterAssetCheckFailedError" or not failed_checks:
-                            errors.append(f"{event.step_key}: {error.message.strip()}")
-=======
-                        errors.append(f"{event.step_key}: {redact_text(error.message.strip())}")
->>>>>>> f15b
+                            errors.append(f"{event.step_key}: {redact_text(error.message.strip())}")
     return ok, errors
 
 

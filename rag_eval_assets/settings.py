@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from rag_eval_assets.errors import InputError, InputProblem
+from rag_eval_assets.http_retry import RetryPolicy
 from rag_eval_assets.llm.settings import SCHEMA_MODES, LLMSettings
 from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN
 from rag_eval_assets.retrieval.sut_url import url_problems
@@ -243,6 +244,7 @@ _LLM_KEYS = {
     "read_timeout": _NUMBER,
     "max_concurrency": int,
     "max_error_rate": _NUMBER,
+    "retry": {"max_attempts": int, "base_delay": _NUMBER, "max_delay": _NUMBER},
     "schema_mode": str,
     "price_per_1k": dict,
 }
@@ -451,6 +453,11 @@ def _default_runs_dir(storage_dir: str, config_dir: Path) -> Path:
 
 def _llm_settings(values: dict, config_file: str) -> LLMSettings:
     values = dict(values)
+    if "retry" in values:
+        try:
+            values["retry"] = RetryPolicy(**values["retry"])
+        except ValueError as exc:
+            raise InputError([InputProblem(config_file, None, "llm.retry", str(exc))]) from exc
     if "price_per_1k" in values:
         values["price_per_1k"] = {model: tuple(price) for model, price in values["price_per_1k"].items()}
     try:
