@@ -1,6 +1,6 @@
 """A scripted OpenAI-compatible `/v1/chat/completions` server on loopback, for the LLM client's fault tests.
 
-Each request takes the next step of `script`; once the script is used up, `responder(body)` answers.
+Each request takes the next step of `script`; once the script is used up, `responder(body)` gives the step.
 Steps: `Reply` (a completion with that content and usage), `Status` (that HTTP status, 429 with
 Retry-After when given), "hang" (wait past any sane read timeout, then close without answering),
 "truncated" (half of a real completion body), "drop" (close the connection without a response).
@@ -85,7 +85,7 @@ def completion(reply: Reply, model: str) -> dict[str, Any]:
 def llm_fault_server(
     script: Sequence[Step] = (),
     *,
-    responder: Callable[[Any], Reply] = echo,
+    responder: Callable[[Any], Step] = echo,
     delay_s: float = 0.0,
     hang_s: float = 5.0,
 ) -> Iterator[FaultServer]:
@@ -119,6 +119,8 @@ def llm_fault_server(
             if self.path != CHAT_PATH:
                 self._send(404, json.dumps({"error": f"no route {self.path}"}).encode())
                 return
+            if step is None:
+                step = responder(body)
             if step in ("hang", "drop"):
                 if step == "hang":
                     stopping.wait(hang_s)
