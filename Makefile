@@ -11,7 +11,7 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run test ui clean browser
+.PHONY: install run test ui clean browser postgres
 
 install: $(STAMP)
 
@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,nightly]'
 	touch $(STAMP)
 
 # The real llama.cpp server and the SmolLM2-135M GGUF for the LLM tests (compiles for ~10 minutes, once per venv).
@@ -43,7 +43,12 @@ browser:
 	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi
 
-test: $(STAMP) $(LLM_STAMP) $(DAGSTER_HOME) browser
+# The nightly-host test starts a throw-away cluster with Debian's PostgreSQL binaries; installed here likewise.
+postgres:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; fi
+
+test: $(STAMP) $(LLM_STAMP) $(DAGSTER_HOME) browser postgres
 	$(PY) -m pytest
 
 ui: $(STAMP) $(DAGSTER_HOME)

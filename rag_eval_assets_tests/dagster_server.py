@@ -59,10 +59,10 @@ def running_server(command: list[str], env: dict[str, str], log: Path) -> Iterat
             time.sleep(0.5)
         yield url
     finally:
-        _stop(proc)
+        stop_group(proc)
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def stop_group(proc: subprocess.Popen) -> None:
     """SIGTERM to the process group, SIGKILL to whatever of it is left after STOP_TIMEOUT."""
     _signal_group(proc.pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT

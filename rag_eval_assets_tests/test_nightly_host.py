@@ -1,0 +1,160 @@
+"""The nightly host of docs/deployment.md, for real: deploy/nightly's instance on a throw-away PostgreSQL, its code
+server and daemon as separate processes (as the systemd units run them), one night from the schedule's tick to the
+report, and the daemon's whole process group killed in the middle of it.
+
+The schedule's tick is the scheduler daemon's own: the schedule is started with the CLI and its start moved back a
+day, so the daemon finds the last 02:00 UTC tick missed and catches up on it, as after a host that was down at 02:00.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import dagster as dg
+from dagster._core.definitions.run_request import InstigatorType
+from dagster._core.scheduler.instigation import ScheduleInstigatorData
+
+from rag_eval_assets.defs.automation import NIGHT_TAG
+from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, METRICS_JOB, pipeline_stages
+from rag_eval_assets.reports.html import REPORT_FILE
+from rag_eval_assets.settings import load_settings
+from rag_eval_assets_tests.dagster_server import free_port, stop_group
+from rag_eval_assets_tests.postgres_cluster import postgres_cluster
+from rag_eval_assets_tests.real_components import unavailable
+from rag_eval_assets_tests.sample_config import REPO, write_sample_config
+
+BIN = Path(sys.executable).parent
+DEPLOY = REPO / "deploy" / "nightly"
+WORKSPACE = DEPLOY / "workspace.yaml"
+NIGHT_TIMEOUT = 360.0
+
+@contextmanager
+def service(command: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]:
+    """`command` in its own process group (a unit's control group), output to `log`; the group is stopped on
+    exit."""
+    with log.open("ab") as out:
+        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        yield proc
+    finally:
+        stop_group(proc)
+
+
+def _cli(env: dict[str, str], *args: str, timeout: float = 120) -> None:
+    """A `dagster` command against the workspace, retried while the code server is still loading the code."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done = subprocess.run([str(BIN / "dagster"), *args, "-w", str(WORKSPACE)], cwd=REPO, env=env,
+                              capture_output=True, text=True)
+        if done.returncode == 0:
+            return
+        assert time.monotonic() < deadline, done.stdout + done.stderr
+        time.sleep(2)
+
+
+def _rewind_schedule(instance: dg.DagsterInstance) -> None:
+    """Move the running schedule's start back a day: its last 02:00 UTC tick is then one the scheduler missed."""
+    (state,) = [s for s in instance.all_instigator_state(instigator_type=InstigatorType.SCHEDULE)
+                if s.name == "nightly_benchmark"]
+    data = state.instigator_data
+    instance.update_instigator_state(state.with_data(
+        ScheduleInstigatorData(cron_schedule=data.cron_schedule, start_timestamp=time.time() - 86400)))
+
+
+def _last_2am_utc() -> str:
+    now = datetime.now(timezone.utc)
+    tick = now.replace(hour=2, minute=0, second=0, microsecond=0)
+    return (tick if tick <= now else tick - timedelta(days=1)).strftime("%Y-%m-%d")
+
+
+def _night_runs(instance: dg.DagsterInstance, night: str) -> list[dg.DagsterRun]:
+    return list(instance.get_runs(filters=dg.RunsFilter(tags={NIGHT_TAG: night})))
+
+
+def _wait(what: str, until, instance: dg.DagsterInstance, night: str, timeout: float, poll: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while True:
+        runs = _night_runs(instance, night)
+        failed = [(r.job_name, r.tags.get("dagster/partition"), r.status) for r in runs
+                  if r.status in (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)]
+        assert not failed, failed
+        found = until(runs)
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"no {what} after {timeout}s: {[(r.job_name, r.status) for r in runs]}"
+        time.sleep(poll)
+
+
+@contextmanager
+def nightly_host(tmp_path: Path, monkeypatch) -> Iterator[tuple[dg.DagsterInstance, subprocess.Popen, list[str],
+                                                                dict[str, str], str]]:
+    """deploy/nightly's instance on a throw-away cluster and its code server, with the schedule and the sensor
+    started and the last 02:00 tick not yet taken. Yields the instance, the code server, the daemon's command, the
+    services' environment and the night the daemon will run."""
+    if importlib.util.find_spec("dagster_postgres") is None:
+        unavailable("the `nightly` extra (dagster-postgres) is not installed; `make install` installs it")
+    config = write_sample_config(
+        tmp_path, "retrievers: [bm25]\nk_values: [3, 5]\nanswering: {k_values: [5]}\n"
+    )
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(DEPLOY / "dagster.yaml", home / "dagster.yaml")
+    with postgres_cluster() as cluster:
+        env = {**os.environ, **cluster.env(), "DAGSTER_HOME": str(home), "RAG_EVAL_CONFIG": str(config),
+               "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "DAGSTER_CODE_SERVER_PORT": str(free_port())}
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        code_server = [str(BIN / "dagster"), "code-server", "start", "-m", "rag_eval_assets.definitions",
+                       "-h", "127.0.0.1", "-p", env["DAGSTER_CODE_SERVER_PORT"], "--location-name",
+                       "rag_eval_assets", "--log-level", "info"]
+        daemon = [str(BIN / "dagster-daemon"), "run", "-w", str(WORKSPACE), "--log-level", "info"]
+        with service(code_server, env, tmp_path / "code-server.log") as server, \
+                dg.DagsterInstance.get() as instance:
+            _cli(env, "schedule", "start", "nightly_benchmark")
+            _cli(env, "sensor", "start", "nightly_progress")
+            _rewind_schedule(instance)
+            yield instance, server, daemon, env, _last_2am_utc()
+
+
+def _answer_run_in_flight(runs: list[dg.DagsterRun]) -> dg.DagsterRun | None:
+    return next((r for r in runs if r.job_name == ANSWER_GRID_JOB and r.status == dg.DagsterRunStatus.STARTED), None)
+
+
+def test_a_night_survives_the_daemon_killed_with_its_process_group(tmp_path, monkeypatch):
+    with nightly_host(tmp_path, monkeypatch) as (instance, _, daemon, env, night):
+        with service(daemon, env, tmp_path / "daemon.log") as first:
+            in_flight = _wait("answer run in flight", _answer_run_in_flight, instance, night, NIGHT_TIMEOUT)
+            os.killpg(first.pid, signal.SIGKILL)  # what a service manager's stop of the daemon's group does
+            first.wait()
+        with service(daemon, env, tmp_path / "daemon-restarted.log"):
+            _wait("report", lambda runs: any(r.job_name == METRICS_JOB and r.is_success for r in runs),
+                  instance, night, NIGHT_TIMEOUT, poll=2)
+
+        # The run the daemon was killed under went on: it was the code server's child, not the daemon's.
+        assert instance.get_run_by_id(in_flight.run_id).status == dg.DagsterRunStatus.SUCCESS
+        runs = _night_runs(instance, night)
+        expected = {(job, key) for job, keys in pipeline_stages(load_settings(env["RAG_EVAL_CONFIG"]))
+                    for key in keys}
+        per_partition = Counter((r.job_name, r.tags.get("dagster/partition")) for r in runs)
+        assert per_partition == Counter(expected)  # every partition of the night ran exactly once
+        assert {r.status for r in runs} == {dg.DagsterRunStatus.SUCCESS}
+        assert not instance.event_log_storage.get_concurrency_info("llm").claimed_slots
+
+    (run_dir,) = (tmp_path / "store" / "runs").iterdir()
+    assert (run_dir / REPORT_FILE).is_file()
+    # Runs print INFO and above (python_logs in deploy/nightly/dagster.yaml); DEBUG events stay in the event log.
+    code_output = (tmp_path / "code-server.log").read_text(encoding="utf-8", errors="replace")
+    assert " - dagster - INFO - retrieval_grid_job - " in code_output
+    assert " - DEBUG - " not in code_output
