@@ -20,6 +20,7 @@ def _execute(config_file: Path, instance_dir: Path | None = None) -> tuple[bool,
     import dagster as dg
 
     from rag_eval_assets.defs.jobs import run_pipeline
+    from rag_eval_assets.defs.run_guard import own_tags, recover_dead_runs, watching
     from rag_eval_assets.definitions import build_defs
 
     from rag_eval_assets.settings import load_settings
@@ -30,7 +31,14 @@ def _execute(config_file: Path, instance_dir: Path | None = None) -> tuple[bool,
     ok = True
     instance = dg.DagsterInstance.get() if instance_dir is None else dg.DagsterInstance.ephemeral(str(instance_dir))
     with instance:
-        for step in run_pipeline(defs, settings, instance):
+        for line in recover_dead_runs(instance):
+            print(f"rag-eval: recovered {line}")
+
+        def say(line: str) -> None:
+            print(f"rag-eval: {line}", flush=True)
+
+        for step in run_pipeline(defs, settings, instance, tags=own_tags(),
+                                 around=lambda run_id: watching(instance, run_id, say)):
             label = step.job + (f" [{step.partition}]" if step.partition else "")
             print(f"{label}: {'succeeded' if step.result.success else 'FAILED'} (run {step.result.run_id})")
             for event in step.result.get_asset_materialization_events():

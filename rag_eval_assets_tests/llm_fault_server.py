@@ -141,3 +141,34 @@ def llm_fault_server(
     with serving(Handler, stopping) as port:
         state.base_url = f"http://127.0.0.1:{port}/v1"
         yield state
+
+
+def schema_reply(body: Any) -> Reply:
+    """A valid reply to any structured request: the smallest instance of the JSON Schema it asks for (judges and
+    ragas alike), so a pipeline against this server succeeds; plain text for a request without a schema."""
+    response_format = body.get("response_format") or {}
+    schema = response_format.get("schema") or (response_format.get("json_schema") or {}).get("schema")
+    if schema is None:
+        return Reply("A plain answer.")
+    return Reply(json.dumps(_instance(schema, schema.get("$defs") or schema.get("definitions") or {})))
+
+
+def _instance(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
+    if "$ref" in schema:
+        return _instance(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+    for combined in ("anyOf", "oneOf", "allOf"):
+        if combined in schema:
+            return _instance(schema[combined][0], defs)
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) else kind
+    if kind == "object" or "properties" in schema:
+        return {key: _instance(value, defs) for key, value in schema.get("properties", {}).items()}
+    if kind == "array":
+        return [_instance(schema.get("items", {"type": "string"}), defs)] * schema.get("minItems", 1)
+    if kind in ("integer", "number"):
+        return schema.get("minimum", 1)
+    if kind == "boolean":
+        return True
+    return "x"

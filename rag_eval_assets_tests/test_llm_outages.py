@@ -64,11 +64,19 @@ def test_an_llm_outage_fails_the_run_and_says_why(mode, tmp_path, monkeypatch, c
     assert elapsed < 240  # two attempts per call, no waiting between them: bounded, never a hang
     (run_dir,) = list_runs(tmp_path / "store" / "runs")
     metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
-    judge = {h["metric"]: h for h in metrics["call_health"] if h["stage"] == "judge"}
-    assert set(judge) == {"groundedness", "correctness"} and all(h["errors"] > 0 for h in judge.values())
+    health = {(h["stage"], h["metric"]): h for h in metrics["call_health"]}
     summary = (run_dir / "summary.md").read_text(encoding="utf-8")
     assert "## Calls behind the answer metrics" in summary
+    notes = {(n["metric"], n.get("k")): n["reason"] for n in metrics["not_computed"]}
+    if answerer == "llm":  # every answer failed, so nothing reached the judges: said, never silently missing
+        assert health[("answer", "answer")]["errors"] == health[("answer", "answer")]["calls"] == 14
+        assert health[("judge", "groundedness")]["calls"] == 0
+        assert notes[("groundedness", 5)] == "not computed: no row was sent (answer_error)"
+        return
+    judge = {m: h for (stage, m), h in health.items() if stage == "judge"}
+    assert set(judge) == {"groundedness", "correctness"} and all(h["errors"] > 0 for h in judge.values())
     if mode != "killed mid-judging":  # every judgment failed: the metric says why it has no value
-        notes = {(n["metric"], n.get("k")): n["reason"] for n in metrics["not_computed"]}
-        assert notes[("groundedness", 5)].startswith("not computed: 14 of 14 calls failed (")
-        assert "not computed: 14 of 14 calls failed" in (run_dir / "report.html").read_text(encoding="utf-8")
+        calls = judge["groundedness"]["calls"]  # the answers that did not abstain
+        assert calls > 0 and judge["groundedness"]["errors"] == calls
+        assert notes[("groundedness", 5)].startswith(f"not computed: {calls} of {calls} calls failed (")
+        assert f"not computed: {calls} of {calls} calls failed" in (run_dir / "report.html").read_text(encoding="utf-8")

@@ -4,7 +4,9 @@ Assets with different partitioning cannot share a run, so the whole pipeline is 
 `make run` and the nightly schedule all go through them.
 """
 
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import dagster as dg
@@ -64,13 +66,23 @@ def pipeline_stages(settings: Settings) -> list[tuple[str, list[str | None]]]:
     ]
 
 
-def run_pipeline(defs: dg.Definitions, settings: Settings, instance: dg.DagsterInstance) -> Iterator[StepOutcome]:
-    """Every stage in order, in this process; stop at the first failed run."""
+def run_pipeline(
+    defs: dg.Definitions,
+    settings: Settings,
+    instance: dg.DagsterInstance,
+    tags: Mapping[str, str] | None = None,
+    around: Callable[[str], AbstractContextManager] = lambda run_id: nullcontext(),
+) -> Iterator[StepOutcome]:
+    """Every stage in order, in this process; stop at the first failed run. Each run gets `tags`, and executes
+    inside `around(run_id)`."""
     for job_name, partitions in pipeline_stages(settings):
         for partition in partitions:
-            result = defs.resolve_job_def(job_name).execute_in_process(
-                instance=instance, partition_key=partition, raise_on_error=False, run_config=QUIET_CONSOLE
-            )
+            run_id = str(uuid.uuid4())
+            with around(run_id):
+                result = defs.resolve_job_def(job_name).execute_in_process(
+                    instance=instance, partition_key=partition, raise_on_error=False, run_config=QUIET_CONSOLE,
+                    run_id=run_id, tags=dict(tags or {}),
+                )
             yield StepOutcome(job_name, partition, result)
             if not result.success:
                 return

@@ -6,8 +6,10 @@ calls failed (first error)") instead of silently disappearing; a cell whose call
 
 One row per (retriever, k, stage, metric):
 - stage `answer`, metric `answer`: answers (calls), answer errors, abstentions;
-- stage `judge`, metric groundedness / correctness: judgments asked (first replicate), failed, and judged;
-- stage `ragas`, metric context_precision / context_recall: rows computed and failed.
+- stage `judge`, metric groundedness / correctness: judgments asked (first replicate), failed, and judged; answers
+  that abstained or failed are never sent to a judge (counted as abstained, not as calls);
+- stage `ragas`, metric context_precision / context_recall: rows computed and failed; rows ragas was never asked
+  about (no retrieved contexts, no reference) are not calls.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import pandas as pd
+
+from rag_eval_assets.generation.judges import NOT_JUDGED_ABSTAINED, NOT_JUDGED_ANSWER_ERROR
+from rag_eval_assets.metrics.ragas_context import was_computed
 
 CALL_HEALTH_COLUMNS = ("retriever", "k", "stage", "metric", "calls", "errors", "abstained", "judged", "error_rate",
                        "first_error")
@@ -31,8 +36,10 @@ def call_health(answers: Iterable[pd.DataFrame], judged: Iterable[pd.DataFrame],
     for table in judged:
         main = table[table["replicate"] == 0]
         for (retriever, k, judge), g in main.groupby(["retriever", "k", "judge"], sort=True):
-            rows.append(_row(retriever, k, "judge", judge, g["error"]))
+            rows.append(_row(retriever, k, "judge", judge, g.loc[g["error"].map(was_a_call), "error"],
+                             abstained=int((g["error"] == NOT_JUDGED_ABSTAINED).sum())))
     ragas = per_query[per_query["metric"].isin(RAGAS_METRICS)]
+    ragas = ragas[ragas["error"].map(was_a_call)]
     for (retriever, k, metric), g in ragas.groupby(["retriever", "k", "metric"], sort=True):
         rows.append(_row(retriever, k, "ragas", metric, g["error"]))
     return pd.DataFrame(rows, columns=list(CALL_HEALTH_COLUMNS)).astype(
@@ -46,6 +53,12 @@ def _row(retriever: str, k: int, stage: str, metric: str, errors: pd.Series, abs
     first = str(failed.iloc[0]).strip().splitlines()[0][:300] if len(failed) else None
     return (str(retriever), int(k), stage, metric, calls, len(failed), abstained, calls - len(failed),
             len(failed) / calls if calls else 0.0, first)
+
+
+def was_a_call(error: object) -> bool:
+    """False for the error text of a row no call was made for: an answer not sent to a judge, a ragas row with a
+    missing input."""
+    return error not in (NOT_JUDGED_ABSTAINED, NOT_JUDGED_ANSWER_ERROR) and was_computed(error)
 
 
 def not_computed_note(row: pd.Series | dict) -> str:

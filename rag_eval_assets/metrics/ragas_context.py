@@ -126,10 +126,18 @@ async def _score_all(rows: Sequence[ContextRow], llm: LLMClient | None) -> list[
     return list(await asyncio.gather(*(score_row(row) for row in rows)))
 
 
+_NO_RETRIEVED = "no retrieved contexts"
+
+
+def was_computed(error: str | None) -> bool:
+    """False for a row ragas was never asked about (a missing input): not a failed computation or call."""
+    return not (isinstance(error, str) and error.startswith((_NO_RETRIEVED, _NO_GOLD)))
+
+
 def _missing(row: ContextRow, reference: object, no_reference: str = _NO_GOLD) -> str | None:
     """Why the metric is undefined for this row before ragas is asked, or None."""
     if not row.retrieved_contexts:
-        return "no retrieved contexts"
+        return _NO_RETRIEVED
     return None if reference else no_reference
 
 

@@ -23,7 +23,7 @@ from rag_eval_assets.generation.query_generation import generate_queries, sample
 from rag_eval_assets.llm.estimate import estimate_cost, estimate_tokens
 from rag_eval_assets.metrics.aggregate import aggregate_metrics
 from rag_eval_assets.metrics.answers import answers_from_frame, score_answers
-from rag_eval_assets.metrics.call_health import not_computed_note
+from rag_eval_assets.metrics.call_health import not_computed_note, was_a_call
 from rag_eval_assets.metrics.ragas_context import context_rows, ragas_context_metrics
 from rag_eval_assets.metrics.rule_score import has_rules, weighted_score
 from rag_eval_assets.runs.gate import WEIGHTED_SCORE
@@ -275,15 +275,19 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         missing = [(r, k, "all", m, float("nan"), float("nan"), float("nan"), 0, reason)
                    for r, k in grid for m, reason in _not_computed(s) + not_applicable]
         # A metric whose every call failed has no value: it says why instead of disappearing.
-        failed_calls = answer_metrics_per_query[answer_metrics_per_query["error"].notna()]
-        for (r, k, m), g in failed_calls.groupby(["retriever", "k", "metric"], sort=True):
+        with_errors = answer_metrics_per_query[answer_metrics_per_query["error"].notna()]
+        for (r, k, m), g in with_errors.groupby(["retriever", "k", "metric"], sort=True):
             cell = answer_metrics_per_query[(answer_metrics_per_query["retriever"] == r)
                                             & (answer_metrics_per_query["k"] == k)
                                             & (answer_metrics_per_query["metric"] == m)]
-            if cell["value"].isna().all():
-                note = not_computed_note({"errors": len(g), "calls": len(cell),
-                                          "first_error": str(g["error"].iloc[0]).splitlines()[0][:300]})
-                missing.append((r, k, "all", m, float("nan"), float("nan"), float("nan"), 0, note))
+            if cell["value"].notna().any():
+                continue
+            calls = cell[cell["error"].map(was_a_call)]
+            failed = calls[calls["error"].notna()]
+            note = not_computed_note({"errors": len(failed), "calls": len(calls),
+                                      "first_error": str(failed["error"].iloc[0]).splitlines()[0][:300]}) \
+                if len(failed) else f"not computed: no row was sent ({', '.join(sorted(set(g['error'])))})"
+            missing.append((r, k, "all", m, float("nan"), float("nan"), float("nan"), 0, note))
         table = pd.concat([table, pd.DataFrame(weighted + missing, columns=table.columns)], ignore_index=True)
         table["chunk_size_chars"] = s.chunking.chunk_size_chars
         table["overlap_chars"] = s.chunking.overlap_chars
