@@ -138,3 +138,11 @@ def test_schemas_are_the_ones_sent():
         judge_answers(client, ANSWERS.iloc[:1], QUESTIONS)
     assert [b["response_format"]["schema"] for b in server.bodies] in (
         [GROUNDEDNESS_SCHEMA, CORRECTNESS_SCHEMA], [CORRECTNESS_SCHEMA, GROUNDEDNESS_SCHEMA])
+
+
+def test_an_empty_answer_is_never_sent_to_a_judge() -> None:
+    empty = answers_frame(["q4"], [_answer("   ")], "bm25", 5, "llm")
+    with llm_fault_server(responder=_responder) as server:
+        table = judge_answers(_client(server.base_url), empty, QUESTIONS)
+        assert server.requests == []
+    assert set(table["error"]) == {"abstained"} and table["score"].isna().all()

@@ -1,7 +1,7 @@
 """LLM judges (seed 002): groundedness and correctness, 0-5, with the full judge input stored.
 
-Every answer gets one row per judge. Answers that abstained or whose call failed are not sent to a judge: judging
-an abstention for groundedness is moot (abstention has its own metrics) and a failed answer has nothing to judge.
+Every answer gets one row per judge. Answers that abstained (or are empty) or whose call failed are not sent to a
+judge: judging an abstention for groundedness is moot (abstention has its own metrics) and a failed answer has nothing to judge.
 Their rows have score NaN and `error` NOT_JUDGED_ABSTAINED ("abstained") or NOT_JUDGED_ANSWER_ERROR
 ("answer_error"), so they are visible and told apart from judge failures, whose rows carry the client's error text.
 
@@ -114,7 +114,8 @@ def judge_answers(
         if isinstance(row.error, str):
             skip: str | None = NOT_JUDGED_ANSWER_ERROR
         else:
-            skip = NOT_JUDGED_ABSTAINED if row.abstained else None
+            # An empty answer says nothing: judged, it would be trivially "grounded". It counts as an abstention.
+            skip = NOT_JUDGED_ABSTAINED if row.abstained or not str(row.answer or "").strip() else None
         if skip is None:
             judged.append(row)
         for judge in JUDGES:
