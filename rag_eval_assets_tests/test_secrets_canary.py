@@ -20,7 +20,7 @@ from rag_eval_assets.cli import main
 from rag_eval_assets.corpus.chunking import ChunkerParams, chunk_documents
 from rag_eval_assets.corpus.load import load_corpus
 from rag_eval_assets_tests.dagster_server import BIN, dagster_env, graphql, running_server, wait_for_asset_keys
-from rag_eval_assets_tests.llm_fault_server import Reply, Status, echo, llm_fault_server
+from rag_eval_assets_tests.llm_fault_server import Reply, Status, llm_fault_server, schema_reply
 from rag_eval_assets_tests.sample_config import SAMPLE, write_sample_config
 from rag_eval_assets_tests.sut_server import CorpusChunk, sut_server, unused_port
 
@@ -44,7 +44,7 @@ INSTANCE_YAML = "python_logs:\n  python_log_level: INFO\n  managed_python_logger
 def _reply(body: dict) -> Reply:
     schema = (body.get("response_format") or {}).get("schema") or {}
     known = REPLIES.get(schema.get("title"))
-    return Reply(json.dumps(known)) if known else echo(body)
+    return Reply(json.dumps(known)) if known else schema_reply(body)
 
 
 def _with_password(url: str) -> str:

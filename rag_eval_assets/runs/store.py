@@ -150,14 +150,27 @@ def metrics_document(
         raise InputError([InputProblem("aggregate", None, c, "missing column") for c in missing])
     document: dict[str, Any] = {"aggregate": jsonable(aggregate[list(AGGREGATE_COLUMNS)].to_dict("records"))}
     if not_computed is not None:
-        columns = [c for c in ("retriever", "k", "metric", "reason") if c in not_computed.columns]
-        reasons = not_computed[columns].drop_duplicates()
-        document["not_computed"] = jsonable(reasons.to_dict("records"))
+        document["not_computed"] = jsonable(_reasons(not_computed))
     if operational:
         document["operational"] = jsonable(dict(operational))
     if call_health is not None and len(call_health):
         document["call_health"] = jsonable(call_health.to_dict("records"))
     return document
+
+
+def _reasons(not_computed: pd.DataFrame) -> list[dict[str, Any]]:
+    """(metric, reason) records; a reason that only some (retriever, k) cells have keeps its cells, one record each."""
+    if "retriever" not in not_computed.columns:
+        return not_computed[["metric", "reason"]].drop_duplicates().to_dict("records")
+    cells = set(zip(not_computed["retriever"], not_computed["k"]))
+    records = []
+    for (metric, reason), group in not_computed.groupby(["metric", "reason"], sort=False):
+        mine = list(dict.fromkeys(zip(group["retriever"], group["k"])))
+        if set(mine) == cells:
+            records.append({"metric": metric, "reason": reason})
+        else:
+            records += [{"retriever": r, "k": k, "metric": metric, "reason": reason} for r, k in mine]
+    return records
 
 
 def results_rows(
@@ -604,8 +617,9 @@ CALL_HEALTH_HEADERS = ["retriever", "k", "stage", "metric", "calls", "judged", "
 
 
 def call_health_rows(health: Sequence[Mapping[str, Any]]) -> list[list[str]]:
-    return [[str(h["retriever"]), str(h["k"]), h["stage"], h["metric"], str(h["calls"]), str(h["judged"]),
-             f"{h['errors']} ({h['error_rate']:.0%})", str(h["abstained"]), h.get("first_error") or ""]
+    return [[str(h["retriever"]), str(h["k"]), h.get("stage", ""), h["metric"], str(h["calls"]),
+             str(h.get("judged", h["calls"] - h["errors"])), f"{h['errors']} ({h['error_rate']:.0%})",
+             str(h.get("abstained", 0)), h.get("first_error") or ""]
             for h in health]
 
 
