@@ -118,7 +118,7 @@ def nightly_host(tmp_path: Path, monkeypatch) -> Iterator[tuple[dg.DagsterInstan
             monkeypatch.setenv(name, value)
         code_server = [str(BIN / "dagster"), "code-server", "start", "-m", "rag_eval_assets.definitions",
                        "-h", "127.0.0.1", "-p", env["DAGSTER_CODE_SERVER_PORT"], "--location-name",
-                       "rag_eval_assets", "--log-level", "info"]
+                       "rag_eval_assets.definitions", "--log-level", "info"]
         daemon = [str(BIN / "dagster-daemon"), "run", "-w", str(WORKSPACE), "--log-level", "info"]
         with service(code_server, env, tmp_path / "code-server.log") as server, \
                 dg.DagsterInstance.get() as instance:
