@@ -24,6 +24,8 @@ from typing import Any
 import httpx
 
 from rag_eval_assets.http_retry import HttpCallError, RetryPolicy, send_with_retries
+from rag_eval_assets.runs.compare import p_text
+from rag_eval_assets.runs.store import TIMESTAMP_FORMAT
 
 logger = logging.getLogger(__name__)
 
@@ -112,15 +114,11 @@ def send_once(alert: Alert, url: str, run_dir: Path) -> str:
     problem = send(alert, url)
     if problem is not None:
         return problem
-    record = {"event": alert.event, "sent_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    record = {"event": alert.event, "sent_at": datetime.now(timezone.utc).strftime(TIMESTAMP_FORMAT)}
     marker.write_text(json.dumps(record) + "\n", encoding="utf-8")
     return f"sent ({alert.event})"
 
 
 def _cell(c: dict[str, Any]) -> str:
     return (f"{c['metric']} {c['base']:.3f} → {c['cand']:.3f} ({c['delta']:+.3f} "
-            f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}], p_adj {_p(c['p_adjusted'])})")
-
-
-def _p(value: float | None) -> str:
-    return "—" if value is None else "< 0.001" if value < 0.001 else f"{value:.3f}"
+            f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}], p_adj {p_text(c['p_adjusted'])})")

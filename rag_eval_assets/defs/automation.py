@@ -85,8 +85,9 @@ def failed_run_alert(settings: Settings, run: dg.DagsterRun, error: str | None) 
     if NIGHT_TAG not in run.tags:
         return "not a nightly run: no alert"
     written = run_of_pipeline(settings.runs_dir, run.root_run_id or run.run_id)
-    if written is not None and verdict_of(written) in ("worse", "incompatible"):
-        return f"the run failed on its {verdict_of(written)} verdict, whose own alert covers it"
+    verdict = verdict_of(written) if written is not None else None
+    if verdict in ("worse", "incompatible"):
+        return f"the run failed on its {verdict} verdict, whose own alert covers it"
     url = webhook_url(settings.alerts.webhook_url_env)
     if url is None:
         return f"not sent: alerts.webhook_url_env names {settings.alerts.webhook_url_env}, which is not set"

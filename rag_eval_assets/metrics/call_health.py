@@ -64,7 +64,3 @@ def was_a_call(error: object) -> bool:
 def not_computed_note(row: pd.Series | dict) -> str:
     return f"not computed: {row['errors']} of {row['calls']} calls failed ({row['first_error']})"
 
-
-def over_limit(health: pd.DataFrame, limit: float) -> pd.DataFrame:
-    """The rows whose calls failed more often than `limit`."""
-    return health[health["error_rate"] > limit]

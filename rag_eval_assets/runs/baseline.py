@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval_assets.errors import InputError, InputProblem
-from rag_eval_assets.runs.store import COMPARISON_JSON, list_runs, read_run, run_eval_set_version
+from rag_eval_assets.runs.store import COMPARISON_JSON, TIMESTAMP_FORMAT, list_runs, read_run, run_eval_set_version
 
 ACCEPTED_FILE = "accepted.json"
 PINNED = "pinned by report.baseline_run_id"
@@ -88,7 +88,7 @@ def accept(run_dir: str | Path, note: str | None = None, now: datetime | None = 
     target = run.path / ACCEPTED_FILE
     record = {
         "run_id": run.run_id,
-        "accepted_at": (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "accepted_at": (now or datetime.now(timezone.utc)).strftime(TIMESTAMP_FORMAT),
         "verdict": verdict_of(run.path),
         "note": note,
     }

@@ -303,7 +303,7 @@ def _decide(cells: list[GateCell], gate: GateSettings) -> list[GateCell]:
         reasons = []
         if cell.delta < gate.min_delta - EPSILON and counts:
             reasons.append(f"{name}: {cell.metric} delta {cell.delta:+.4f} [{cell.ci_low:+.4f}, {cell.ci_high:+.4f}] "
-                           f"is below min_delta {gate.min_delta} (p_adj {_p(p_adj)})")
+                           f"is below min_delta {gate.min_delta} (p_adj {p_text(p_adj)})")
         if gate.max_regressions is not None and cell.regressions > gate.max_regressions and counts:
             reasons.append(f"{name}: {cell.regressions} regressions exceed max_regressions {gate.max_regressions}")
         result = WORSE if reasons else BETTER if significant and cell.delta > EPSILON else NO_CHANGE
@@ -424,14 +424,14 @@ def recorded_verdict(comparison: dict[str, Any]) -> str:
 
 def _cell_summary(c: GateCell) -> str:
     return (f"{c.retriever}@{c.k} {c.metric} {c.base:.3f} -> {c.cand:.3f} ({c.delta:+.3f} "
-            f"[{c.ci_low:+.3f}, {c.ci_high:+.3f}], p_adj {_p(c.p_adjusted)})")
+            f"[{c.ci_low:+.3f}, {c.ci_high:+.3f}], p_adj {p_text(c.p_adjusted)})")
 
 
 def _signed(value: float | None) -> str:
     return "—" if value is None else f"{value:+.4f}"
 
 
-def _p(value: float | None) -> str:
+def p_text(value: float | None) -> str:
     if value is None:
         return "—"
     return "< 0.001" if value < 0.001 else f"{value:.3f}"
@@ -454,7 +454,7 @@ def gate_rows(cells: Sequence[dict[str, Any]]) -> list[list[str]]:
     """Rows of GATE_HEADERS from cell records (cell_record, or comparison.json's `cells`)."""
     return [
         [f"{g['retriever']}@{g['k']}", g["metric"] or "—", cell_text(g["base"], 4), cell_text(g["cand"], 4),
-         _signed(g["delta"]), _interval(g["ci_low"], g["ci_high"]), _p(g["p_value"]), _p(g["p_adjusted"]),
+         _signed(g["delta"]), _interval(g["ci_low"], g["ci_high"]), p_text(g["p_value"]), p_text(g["p_adjusted"]),
          str(g["regressions"]), g["result"] + (f": {g['reasons']}" if g["result"] == UNDEFINED else "")]
         for g in cells
     ]
@@ -464,7 +464,7 @@ def delta_rows(deltas: Sequence[dict[str, Any]]) -> list[list[str]]:
     """Rows of DELTA_HEADERS from MetricDelta records (comparison.json's `deltas`)."""
     return [
         [d["retriever"], str(d["k"]), d["metric"], cell_text(d["base"], 4), cell_text(d["cand"], 4),
-         _signed(d["delta"]), _interval(d["ci_low"], d["ci_high"]), str(d["n_pairs"]), _p(d["p_value"])]
+         _signed(d["delta"]), _interval(d["ci_low"], d["ci_high"]), str(d["n_pairs"]), p_text(d["p_value"])]
         for d in deltas
     ]
 

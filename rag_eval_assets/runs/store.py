@@ -42,6 +42,7 @@ SUMMARY_FILE = "summary.md"
 COMPARISON_JSON = "comparison.json"  # the comparison with the run's baseline, when it had one
 COMPARISON_MD = "comparison.md"
 RUN_ID_FORMAT = "%Y%m%d_%H%M%S"
+TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # created_at, accepted_at, sent_at: UTC
 TEXT_LIMIT = 200
 ELLIPSIS = "…"
 # A config key whose name contains one of these (any case) is never written, whatever its value.
@@ -406,7 +407,7 @@ def write_run(
             **jsonable(dict(metrics)),
             "run": {
                 "run_id": name,
-                "created_at": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "created_at": created.strftime(TIMESTAMP_FORMAT),
                 "description": description,
                 "previous_run_id": previous_run.run_id if previous_run else None,
             },

@@ -275,18 +275,14 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         missing = [(r, k, "all", m, float("nan"), float("nan"), float("nan"), 0, reason)
                    for r, k in grid for m, reason in _not_computed(s) + not_applicable]
         # A metric whose every call failed has no value: it says why instead of disappearing.
-        with_errors = answer_metrics_per_query[answer_metrics_per_query["error"].notna()]
-        for (r, k, m), g in with_errors.groupby(["retriever", "k", "metric"], sort=True):
-            cell = answer_metrics_per_query[(answer_metrics_per_query["retriever"] == r)
-                                            & (answer_metrics_per_query["k"] == k)
-                                            & (answer_metrics_per_query["metric"] == m)]
-            if cell["value"].notna().any():
+        for (r, k, m), cell in answer_metrics_per_query.groupby(["retriever", "k", "metric"], sort=True):
+            if cell["error"].isna().all() or cell["value"].notna().any():
                 continue
             calls = cell[cell["error"].map(was_a_call)]
             failed = calls[calls["error"].notna()]
             note = not_computed_note({"errors": len(failed), "calls": len(calls),
                                       "first_error": str(failed["error"].iloc[0]).splitlines()[0][:300]}) \
-                if len(failed) else f"not computed: no row was sent ({', '.join(sorted(set(g['error'])))})"
+                if len(failed) else f"not computed: no row was sent ({', '.join(sorted(set(cell['error'].dropna())))})"
             missing.append((r, k, "all", m, float("nan"), float("nan"), float("nan"), 0, note))
         table = pd.concat([table, pd.DataFrame(weighted + missing, columns=table.columns)], ignore_index=True)
         table["chunk_size_chars"] = s.chunking.chunk_size_chars

@@ -39,17 +39,17 @@ from rag_eval_assets.runs.baseline import NEWEST_ACCEPTED, Baseline, choose_base
 from rag_eval_assets.runs.store import (
     CALL_HEALTH_HEADERS,
     COMPARISON_JSON,
-    EVAL_SET_VERSION_KEY,
     PIPELINE_RUN_KEY,
     SUMMARY_FILE,
+    TIMESTAMP_FORMAT,
     Run,
     call_health_rows,
-    config_value,
     metric_sections,
     metrics_document,
     read_run,
     results_rows,
     run_config,
+    run_eval_set_version,
     run_of_pipeline,
     write_run,
 )
@@ -99,7 +99,7 @@ def _same_pipeline_run(context: dg.AssetExecutionContext, s: Settings) -> tuple[
 
 
 def _created(run: Run) -> datetime:
-    return datetime.strptime(run.created_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    return datetime.strptime(run.created_at, TIMESTAMP_FORMAT).replace(tzinfo=timezone.utc)
 
 
 def _baseline_of(s: Settings, eval_set_version: str | None, existing: Run | None) -> Baseline:
@@ -336,15 +336,13 @@ def _housekeeping(context: dg.AssetExecutionContext, s: Settings, run_dir: Path,
             done["alert"] = f"not sent: alerts.webhook_url_env names {s.alerts.webhook_url_env}, which is not set"
             context.log.warning(done["alert"])
         else:
-            run = read_run(run_dir)
-            evalset = str(config_value(run.config, EVAL_SET_VERSION_KEY))
+            evalset = str(run_eval_set_version(run_dir))
             done["alert"] = send_once(verdict_alert(comparison, run_dir, run_dir / REPORT_FILE, evalset), url, run_dir)
             context.log.info(f"alert: {done['alert']}")
     keep = s.retention.keep_runs
     if keep is not None and (comparison is None or EXIT_CODES[verdict] == 0):
         baseline = [s.runs_dir / comparison["base_run_id"]] if comparison else []
-        removed = prune_runs(s.runs_dir, config_value(read_run(run_dir).config, EVAL_SET_VERSION_KEY), keep,
-                             protect=[run_dir, *baseline])
+        removed = prune_runs(s.runs_dir, run_eval_set_version(run_dir), keep, protect=[run_dir, *baseline])
         done["retention"] = f"kept the newest {keep} runs of this evalset; removed {len(removed)}" + (
             f": {', '.join(p.name for p in removed)}" if removed else "")
         context.log.info(done["retention"])
