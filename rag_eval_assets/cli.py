@@ -481,8 +481,8 @@ def build_parser() -> argparse.ArgumentParser:
     lb = sub.add_parser("label", help="label gold supports in a full-screen terminal app (seed 002 label_eval.py)")
     lb.add_argument("--evalset", required=True, help="a seed 002 or seed 001 JSONL (or a plain id/question list)")
     source = lb.add_mutually_exclusive_group()
-    source.add_argument("--retriever", choices=("bm25", "dense", "hybrid"), default="hybrid",
-                        help="our retriever over the configured corpus (default hybrid)")
+    source.add_argument("--retriever", help="a configured retriever of our own over the configured corpus "
+                        "(default: hybrid when configured, else the first)")
     source.add_argument("--sut-url", help="the HTTP service under test instead, asked with debug=true and K=k")
     lb.add_argument("--k", type=int, default=20, help="chunks shown per question (default 20)")
     lb.add_argument("--only", choices=("unlabeled", "failing", "all"), default="all",

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 import yaml
 
@@ -16,12 +17,13 @@ from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.http_retry import RetryPolicy
 from rag_eval_assets.llm.settings import SCHEMA_MODES, LLMSettings
 from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN
-from rag_eval_assets.retrieval.sut_url import url_problems
+from rag_eval_assets.retrieval.registry import KINDS
+from rag_eval_assets.retrieval.registry import Variant, resolve_variants
+import rag_eval_assets.retrieval.kinds  # noqa: F401  (registers the kinds)
 from rag_eval_assets.runs.gate import CORRECTIONS, GateSettings
 
 CONFIG_ENV_VAR = "RAG_EVAL_CONFIG"
 DEFAULT_CONFIG_NAME = "rag_eval.yaml"
-KNOWN_RETRIEVER_KINDS = ("bm25", "dense", "hybrid", "http")
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,8 @@ class Settings:
     evalset: EvalsetSettings
     chunking: ChunkingSettings = ChunkingSettings()
     dev_subset: DevSubsetSettings = DevSubsetSettings()
-    retrievers: tuple[str, ...] = ("bm25", "dense", "hybrid")
+    retrievers: tuple[str, ...] = ("bm25", "dense", "hybrid")  # the variant names, in the order configured
+    variants: Mapping[str, Variant] = field(default_factory=dict)  # name -> kind and parameters (retrieval/registry.py)
     k_values: tuple[int, ...] = (1, 3, 5, 10, 20)
     retrieval: RetrievalSettings = RetrievalSettings()
     llm: LLMSettings | None = None  # None: the offline pipeline; LLM-only metrics are reported as not computed
@@ -198,7 +201,7 @@ _SECTIONS = {
     "evalset": dict,
     "chunking": dict,
     "dev_subset": dict,
-    "retrievers": list,
+    "retrievers": (list, dict),
     "k_values": list,
     "retrieval": dict,
     "llm": dict,
@@ -307,7 +310,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         if expected is None:
             bad(key, f"unknown key; valid keys: {', '.join(_SECTIONS)}")
         elif not isinstance(value, expected):
-            bad(key, f"expected {expected.__name__}, got {type(value).__name__}")
+            bad(key, f"expected {getattr(expected, '__name__', 'a list or a mapping')}, got {type(value).__name__}")
     for section, keys in _SECTION_KEYS.items():
         values = data.get(section)
         if not isinstance(values, dict):
@@ -344,20 +347,10 @@ def load_settings(path: str | Path | None = None) -> Settings:
             bad("answering.citation_pattern", f"not a regular expression: {exc}")
     if answerer == "llm" and not isinstance(llm, dict):
         bad("answering.answerer", "'llm' needs an llm section (base_url, model)")
-    http = retrieval.get("http") if isinstance(retrieval, dict) else None
-    retrievers = data.get("retrievers", list(Settings.retrievers))
-    if isinstance(retrievers, list):
-        for i, r in enumerate(retrievers):
-            if r not in KNOWN_RETRIEVER_KINDS:
-                bad(f"retrievers[{i}]", f"unknown retriever {r!r}; valid: {', '.join(KNOWN_RETRIEVER_KINDS)}")
-        if len(set(retrievers)) != len(retrievers) or not retrievers:
-            bad("retrievers", "must be a non-empty list without duplicates")
-        if "http" in retrievers and not (isinstance(http, dict) and http.get("base_url")):
-            bad("retrieval.http.base_url", "required when the http retriever is listed")
-    if isinstance(http, dict) and isinstance(http.get("base_url"), str) and http["base_url"]:
-        path = http.get("path", HttpSettings.path)
-        for key, why in url_problems(http["base_url"], path if isinstance(path, str) else HttpSettings.path):
-            bad(f"retrieval.http.{key}", why)
+    sections = {kind: retrieval.get(kind) or {} for kind in KINDS} if isinstance(retrieval, dict) else {}
+    variants, variant_problems = resolve_variants(data.get("retrievers", list(Settings.retrievers)), sections)
+    for problem in variant_problems:
+        bad(problem.key, problem.message)
     k_values = data.get("k_values", list(Settings.k_values))
     if isinstance(k_values, list):
         k_ok = bool(k_values) and all(isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in k_values)
@@ -409,7 +402,8 @@ def load_settings(path: str | Path | None = None) -> Settings:
         evalset=EvalsetSettings(evalset["name"], resolve(evalset["path"]), evalset.get("format")),
         chunking=ChunkingSettings(**data.get("chunking", {})),
         dev_subset=DevSubsetSettings(**data.get("dev_subset", {})),
-        retrievers=tuple(retrievers),
+        retrievers=tuple(variants),
+        variants=variants,
         k_values=tuple(sorted(set(k_values))),
         retrieval=RetrievalSettings(
             level=retrieval.get("level", "chunk"),

@@ -15,7 +15,7 @@ EXPECTED_ASSETS = {
     "chunks",
     "gold_labels",
     "bm25_index",
-    "dense_index",
+    "dense_index/all-MiniLM-L6-v2",
     "retrieval_results",
     "retrieval_metrics_per_query",
     "retrieval_metrics",
@@ -62,12 +62,12 @@ def webserver(tmp_path):
 def test_webserver_serves_the_asset_graph(webserver):
     wait_for_asset_keys(webserver)  # the code location may still be loading when the server first answers
     nodes = graphql(webserver, "{ assetNodes { assetKey { path } dependencyKeys { path } groupName } }")["assetNodes"]
-    by_key = {n["assetKey"]["path"][0]: n for n in nodes}
+    by_key = {"/".join(n["assetKey"]["path"]): n for n in nodes}
     assert set(by_key) == EXPECTED_ASSETS
-    deps = {key: {d["path"][0] for d in node["dependencyKeys"]} for key, node in by_key.items()}
+    deps = {key: {"/".join(d["path"]) for d in node["dependencyKeys"]} for key, node in by_key.items()}
     assert deps["chunks"] == {"corpus_documents"}
     assert deps["gold_labels"] == {"evalset", "corpus_documents", "chunks"}
-    assert deps["retrieval_results"] == {"evalset", "chunks", "bm25_index", "dense_index"}
+    assert deps["retrieval_results"] == {"evalset", "chunks", "bm25_index", "dense_index/all-MiniLM-L6-v2"}
     assert deps["answers"] == {"evalset", "chunks", "retrieval_results"}
     assert deps["judged_answers"] == {"evalset", "answers"}
     assert by_key["evalset"]["groupName"] == "inputs"

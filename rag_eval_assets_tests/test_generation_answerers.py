@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import random
 from typing import Any
 
 import pandas as pd
@@ -18,7 +17,10 @@ from rag_eval_assets.generation.citations import Context
 from rag_eval_assets.generation.prompts import ANSWER_PROMPT, ANSWER_SCHEMA
 from rag_eval_assets.http_retry import RetryPolicy
 from rag_eval_assets.llm import LLMClient, LLMSettings
-from rag_eval_assets.retrieval.http_sut import HttpSutClient, HttpSutConfig
+from rag_eval_assets.retrieval.kinds import KINDS
+from rag_eval_assets.retrieval.kinds.http import HttpParams
+from rag_eval_assets.retrieval.registry import Variant
+from rag_eval_assets.retrieval.sut_responses import read_responses, responses_frame
 from rag_eval_assets_tests.llm_fault_server import Reply, Status, llm_fault_server
 from rag_eval_assets_tests.sut_server import CorpusChunk, chunk_id_of, sut_server
 
@@ -93,9 +95,13 @@ GO = CorpusChunk("Software/Tips.md", "Golang Tips", "Go has no built in string s
 RUN = CorpusChunk("Health/Running.md", "Training > Long runs", "Long runs build aerobic base. Keep the pace easy.")
 
 
-def _sut(url: str) -> HttpSutClient:
-    config = HttpSutConfig(base_url=url, retry=RetryPolicy(max_attempts=1))
-    return HttpSutClient(config, sleep=lambda _: None, rng=random.Random(0))
+def _sut(url: str) -> HttpAnswerer:
+    """The service's answers as the pipeline reads them: one call per question, stored, then read back."""
+    variant = Variant("http", "http", HttpParams(base_url=url, max_attempts=1))
+    frame = HTTP_QUESTIONS
+    outcomes = KINDS["http"].respond(variant, frame["question"].tolist(), 2, None)
+    table = responses_frame(frame["id"].tolist(), "http", outcomes)
+    return HttpAnswerer(read_responses(table, url), url)
 
 
 HTTP_QUESTIONS = questions_to_frame(
@@ -109,8 +115,8 @@ HTTP_RESULTS = pd.DataFrame({"query_id": ["go"], "retriever": ["http"], "rank": 
 
 
 def test_http_answer_references_and_reported_abstention():
-    with sut_server([GO, RUN]) as server, _sut(server.url) as sut:
-        answers = answer_questions(HttpAnswerer(sut), HTTP_QUESTIONS, HTTP_RESULTS, pd.DataFrame(), k=2)
+    with sut_server([GO, RUN]) as server:
+        answers = answer_questions(_sut(server.url), HTTP_QUESTIONS, HTTP_RESULTS, pd.DataFrame(), k=2)
     go, moon = answers.itertuples(index=False)
     assert (go.answerer, go.retriever, go.k) == ("http", "http", 2)
     assert go.answer == "Go has no built in string sort."
@@ -131,8 +137,8 @@ def test_http_answer_references_and_reported_abstention():
 
 
 def test_http_abstention_is_inferred_when_the_service_does_not_say():
-    with sut_server([GO, RUN], abstention_fields=False) as server, _sut(server.url) as sut:
-        answers = answer_questions(HttpAnswerer(sut), HTTP_QUESTIONS, HTTP_RESULTS, pd.DataFrame(), k=2)
+    with sut_server([GO, RUN], abstention_fields=False) as server:
+        answers = answer_questions(_sut(server.url), HTTP_QUESTIONS, HTTP_RESULTS, pd.DataFrame(), k=2)
     assert answers["abstained"].tolist() == [False, True]
     assert answers["abstained_inferred"].tolist() == [True, True]
     assert answers["abstain_reason"].tolist()[1] == "empty_answer"
@@ -140,8 +146,8 @@ def test_http_abstention_is_inferred_when_the_service_does_not_say():
 
 
 def test_http_failures_become_error_rows():
-    with sut_server([GO, RUN], faults=[503, "wrong_shape"]) as server, _sut(server.url) as sut:
-        answers = answer_questions(HttpAnswerer(sut), HTTP_QUESTIONS, HTTP_RESULTS, pd.DataFrame(), k=2)
+    with sut_server([GO, RUN], faults=[503, "wrong_shape"]) as server:
+        answers = answer_questions(_sut(server.url), HTTP_QUESTIONS, HTTP_RESULTS, pd.DataFrame(), k=2)
     assert answers["answer"].tolist() == ["", ""]
     assert "status 503" in answers["error"][0]
     assert "retrieved_chunks[1].chunk_id" in answers["error"][1]

@@ -1,4 +1,5 @@
-"""A RAG service under test named as a retriever: its partition is fetched over HTTP and scored by gold anchors."""
+"""A RAG service under test named as a retriever: asked once per question per run (sut_responses), its retrieval
+results and its answers at every k read from those responses, and scored by gold anchors."""
 
 
 import dagster as dg
@@ -6,7 +7,7 @@ import pandas as pd
 
 from rag_eval_assets.corpus.chunking import ChunkerParams, chunk_documents
 from rag_eval_assets.corpus.load import load_corpus
-from rag_eval_assets.defs.jobs import run_pipeline
+from rag_eval_assets.defs.jobs import METRICS_JOB, run_pipeline
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.sample_config import SAMPLE, write_sample_config
@@ -14,24 +15,36 @@ from rag_eval_assets_tests.sut_server import CorpusChunk, sut_server
 
 
 
-def test_http_partition_is_fetched_and_scored(tmp_path):
+N_QUESTIONS = sum(1 for line in (SAMPLE / "evalsets" / "eval_set.jsonl").read_text().splitlines() if line)
+
+
+def _service_corpus() -> tuple[pd.DataFrame, list[CorpusChunk]]:
     # The service chunks the same notes its own way (smaller chunks), so its chunk ids differ from ours.
     chunks = chunk_documents(load_corpus(SAMPLE / "corpus"), "service", ChunkerParams(400, 50))
-    corpus = [CorpusChunk(r.rel_path, r.heading_path, r.text) for r in chunks.itertuples()]
+    return chunks, [CorpusChunk(r.rel_path, r.heading_path, r.text) for r in chunks.itertuples()]
+
+
+def _run(tmp_path, url: str) -> list:
+    config = write_sample_config(
+        tmp_path,
+        "retrievers: [bm25, http]\nk_values: [1, 5]\nanswering: {k_values: [1, 5]}\n"
+        f"retrieval: {{http: {{base_url: '{url}', read_timeout: 10, max_attempts: 1}}}}\n",
+    )
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+        return list(run_pipeline(build_defs(config), load_settings(config), instance))
+
+
+def test_http_partition_is_fetched_once_per_question_and_scored(tmp_path):
+    chunks, corpus = _service_corpus()
     with sut_server(corpus) as server:
-        config = write_sample_config(
-            tmp_path,
-            "retrievers: [bm25, http]\nk_values: [1, 5]\nanswering: {k_values: [5]}\n"
-            f"retrieval: {{http: {{base_url: '{server.url}', read_timeout: 10}}}}\n",
-        )
-        (tmp_path / "home").mkdir()
-        with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
-            steps = list(run_pipeline(build_defs(config), load_settings(config), instance))
+        steps = _run(tmp_path, server.url)
         assert all(s.result.success for s in steps), [s.job for s in steps if not s.result.success]
-        n_questions = sum(1 for line in (SAMPLE / "evalsets" / "eval_set.jsonl").read_text().splitlines() if line)
         asks = [r for r in server.requests if r.path == "/api/v1/ask"]
-        # Once for the retrieval partition (depth 5), once for the answer partition k=5 (the service answers itself).
-        assert len(asks) == 2 * n_questions and all(r.query.get("debug") == ["true"] for r in asks)
+        # One call per question, at the largest k: retrieval (k 1 and 5) and answers (k 1 and 5) are read from it.
+        assert len(asks) == N_QUESTIONS
+        assert all(r.query.get("debug") == ["true"] and r.body["k"] == 5 for r in asks)
+    n_questions = N_QUESTIONS
 
     results = pd.read_parquet(tmp_path / "store" / "assets" / "retrieval_results" / "retriever=http.parquet")
     assert not set(results["chunk_id"]) & set(chunks["chunk_id"])  # its ids, not ours
@@ -40,7 +53,36 @@ def test_http_partition_is_fetched_and_scored(tmp_path):
     assert len(row) == 1 and 0 < row["value"].iloc[0] <= 1
     answers = pd.read_parquet(tmp_path / "store" / "assets" / "answers" / "retriever=http" / "k=5.parquet")
     assert set(answers["answerer"]) == {"http"} and len(answers) == n_questions
+    at_one = pd.read_parquet(tmp_path / "store" / "assets" / "answers" / "retriever=http" / "k=1.parquet")
+    assert at_one["answer"].tolist() == answers["answer"].tolist()  # the one response, read at every k
     assert not answers["abstained_inferred"].any()  # the service reports its abstention flag
     assert (answers.loc[~answers["abstained"], "answer"].str.len() > 0).all()
     ours = pd.read_parquet(tmp_path / "store" / "assets" / "answers" / "retriever=bm25" / "k=5.parquet")
     assert set(ours["answerer"]) == {"extractive"}
+
+
+def test_a_failed_call_is_an_error_row_not_an_aborted_partition(tmp_path):
+    _, corpus = _service_corpus()
+    with sut_server(corpus, faults=[503, "wrong_shape"]) as server:
+        steps = _run(tmp_path, server.url)
+        assert len([r for r in server.requests if r.path == "/api/v1/ask"]) == N_QUESTIONS
+    # Every partition succeeds; the outage is counted and fails the run at its blocking health check, not silently.
+    assert [s.job for s in steps if not s.result.success] == [METRICS_JOB]
+    (health,) = [c for c in steps[-1].result.get_asset_check_evaluations() if c.check_name == "llm_health"]
+    assert not health.passed and "http@1 answer answer: 2 of 14 calls failed" in health.description
+    (sut,) = [e.materialization for s in steps for e in s.result.get_asset_materialization_events()
+              if e.materialization.asset_key.to_user_string() == "sut_responses"]
+    assert (sut.metadata["calls"].value, sut.metadata["errors"].value) == (N_QUESTIONS, 2)
+    assets = tmp_path / "store" / "assets"
+    responses = pd.read_parquet(assets / "sut_responses" / "retriever=http.parquet")
+    failed = responses[responses["error"].notna()]
+    assert len(failed) == 2 and "status 503" in failed["error"].iloc[0]
+    results = pd.read_parquet(assets / "retrieval_results" / "retriever=http.parquet")
+    assert set(results["query_id"]) == set(responses["query_id"]) - set(failed["query_id"])
+    answers = pd.read_parquet(assets / "answers" / "retriever=http" / "k=5.parquet")
+    errors = answers.set_index("query_id").loc[failed["query_id"], "error"]
+    assert errors.tolist() == failed["error"].tolist()  # counted and shown on the answer side too
+    per_query = pd.read_parquet(assets / "retrieval_metrics_per_query.parquet")
+    lost = per_query[(per_query.retriever == "http") & per_query.query_id.isin(failed["query_id"])
+                     & (per_query.metric == "hit@k")]
+    assert len(lost) and (lost["value"] == 0).all()  # a failed call scores as retrieving nothing

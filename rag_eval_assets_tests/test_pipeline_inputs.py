@@ -51,7 +51,7 @@ def test_inputs_materialize_with_versions_and_row_counts(tmp_path, instance):
     assert result.success
     materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     assert materialized == {
-        "evalset", "dev_subset", "corpus_documents", "chunks", "gold_labels", "bm25_index", "dense_index"
+        "evalset", "dev_subset", "corpus_documents", "chunks", "gold_labels", "bm25_index", "dense_index/all-MiniLM-L6-v2"
     }
 
     sha = evalset_sha256(evalset_file)
@@ -94,7 +94,7 @@ def test_changed_evalset_under_same_name_fails_blocking_check(tmp_path, instance
     assert not check.passed
     # The blocking check stops everything downstream of the evalset.
     assert {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()} == {
-        "evalset", "corpus_documents", "chunks", "bm25_index", "dense_index"
+        "evalset", "corpus_documents", "chunks", "bm25_index", "dense_index/all-MiniLM-L6-v2"
     }
     # The first frozen copy is still there, byte for byte.
     frozen = list((tmp_path / "store" / "frozen" / "sample_eval_set").glob("*/eval_set.jsonl"))

@@ -12,6 +12,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from rag_eval_assets.retrieval.analyzers import get_analyzer
+from rag_eval_assets.retrieval.bm25 import TermFrequencies
 from rag_eval_assets.retrieval.index_tables import bm25_from_frame, bm25_to_frame
 from rag_eval_assets.retrieval.bm25 import BM25Index
 
@@ -156,11 +157,11 @@ def test_queries_without_known_terms_retrieve_nothing():
     assert index.search([["unicorn"], [], ["cat"]], depth=2)[:2] == [[], []]
 
 
-def test_table_round_trip_maps_chunks_by_id():
+def test_table_round_trip_maps_chunks_by_id_and_applies_parameters_on_load():
     index = BM25Index.build(_three_docs(), variant="okapi", k1=1.2, b=0.75)
     chunk_ids = pd.Series(["c0", "c1", "c2"])
-    table = bm25_to_frame(index, chunk_ids)
-    loaded = bm25_from_frame(table.sample(frac=1, random_state=0), chunk_ids, index.params)
+    table = bm25_to_frame(TermFrequencies.count(_three_docs()), chunk_ids)
+    loaded = bm25_from_frame(table.sample(frac=1, random_state=0), chunk_ids).with_params(index.params)
     assert loaded.params == index.params
     assert loaded.n_docs == 3
     queries = [["cat"], ["dog", "bird", "dog"], ["mat", "sat"]]

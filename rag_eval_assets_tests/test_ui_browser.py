@@ -27,7 +27,7 @@ CORPUS_DIR = REPO / "data" / "sample" / "corpus"
 UI_TIMEOUT_MS = 60_000
 RUN_TIMEOUT = 120.0
 # Names the lineage graph shows whole (it cuts long ones like retrieval_metrics_per_query in the middle).
-GRAPH_NODES = ("evalset", "corpus_documents", "chunks", "gold_labels", "bm25_index", "dense_index", "retrieval_results",
+GRAPH_NODES = ("evalset", "corpus_documents", "chunks", "gold_labels", "bm25_index", "retrieval_results",
                "evaluation_run", "run_comparison")
 TERMINAL_STATUSES = {"SUCCESS", "FAILURE", "CANCELED"}
 

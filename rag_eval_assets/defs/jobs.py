@@ -11,10 +11,11 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from rag_eval_assets.defs.partitions import answer_grid_partitions, retriever_partitions
+from rag_eval_assets.defs.partitions import SUT_GROUP, answer_grid_partitions, retriever_partitions, sut_partitions
 from rag_eval_assets.settings import Settings
 
 INPUTS_JOB = "inputs_job"
+SUT_JOB = "sut_job"
 GRID_JOB = "retrieval_grid_job"
 ANSWER_GRID_JOB = "answer_grid_job"
 METRICS_JOB = "metrics_job"
@@ -25,6 +26,8 @@ BOUNDED = dg.multiprocess_executor.configured({"max_concurrent": 2})
 inputs_job = dg.define_asset_job(
     INPUTS_JOB, selection=dg.AssetSelection.groups("inputs", "index"), executor_def=BOUNDED
 )
+# The services under test, one call per question each (none configured: an empty job no stage runs).
+sut_job = dg.define_asset_job(SUT_JOB, selection=dg.AssetSelection.groups(SUT_GROUP), executor_def=BOUNDED)
 retrieval_grid_job = dg.define_asset_job(
     GRID_JOB, selection=dg.AssetSelection.assets("retrieval_results"), executor_def=BOUNDED
 )
@@ -44,7 +47,7 @@ metrics_job = dg.define_asset_job(
         "run_comparison",
     ),
 )
-JOBS = [inputs_job, retrieval_grid_job, answer_grid_job, metrics_job]
+JOBS = [inputs_job, sut_job, retrieval_grid_job, answer_grid_job, metrics_job]
 # The full event log stays in the instance (and the UI); the terminal gets warnings and errors only.
 QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
@@ -57,9 +60,12 @@ class StepOutcome:
 
 
 def pipeline_stages(settings: Settings) -> list[tuple[str, list[str | None]]]:
-    """(job, partition keys) in the order the pipeline runs: inputs, retrieval grid, answer grid, metrics + report."""
+    """(job, partition keys) in the order the pipeline runs: inputs, the services under test, retrieval grid, answer
+    grid, metrics + report."""
+    suts = sut_partitions(settings).get_partition_keys()
     return [
         (INPUTS_JOB, [None]),
+        *([(SUT_JOB, suts)] if suts else []),
         (GRID_JOB, retriever_partitions(settings).get_partition_keys()),
         (ANSWER_GRID_JOB, answer_grid_partitions(settings).get_partition_keys()),
         (METRICS_JOB, [None]),

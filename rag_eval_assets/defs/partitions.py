@@ -2,11 +2,19 @@
 
 import dagster as dg
 
+from rag_eval_assets.retrieval.registry import own_answer_variants
 from rag_eval_assets.settings import Settings
+
+SUT_GROUP = "sut"  # the sut_responses asset, run as its own stage before the retrieval grid
 
 
 def retriever_partitions(settings: Settings) -> dg.StaticPartitionsDefinition:
     return dg.StaticPartitionsDefinition(list(settings.retrievers))
+
+
+def sut_partitions(settings: Settings) -> dg.StaticPartitionsDefinition:
+    """The retrievers that are services under test: one sut_responses partition each."""
+    return dg.StaticPartitionsDefinition(own_answer_variants(settings.variants))
 
 
 def answer_grid_partitions(settings: Settings) -> dg.MultiPartitionsDefinition:

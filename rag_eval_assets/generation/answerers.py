@@ -5,20 +5,17 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from typing import Any
 
-from rag_eval_assets.errors import InputError
 from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.generation.abstention import infer_abstention
 from rag_eval_assets.generation.answers import Answer, error_answer
 from rag_eval_assets.generation.citations import Context, citation_label
 from rag_eval_assets.generation.prompts import ANSWER_PROMPT, ANSWER_SCHEMA, prompt_version
-from rag_eval_assets.http_retry import HttpCallError
 from rag_eval_assets.llm.client import LLMCall, LLMClient
 from rag_eval_assets.llm.prompts import Prompt
 from rag_eval_assets.redaction import redact_url
-from rag_eval_assets.retrieval.http_sut import HttpSutClient, SutResponse
+from rag_eval_assets.retrieval.http_sut import SutResponse
 
 NO_CONTEXT = "(no passages were retrieved)"
 
@@ -82,34 +79,34 @@ class LLMAnswerer:
 
 
 class HttpAnswerer:
-    """The system under test's answer over seed 002's `/api/v1/ask?debug=true` (see retrieval/http_sut.py).
+    """The system under test's answers, read from its stored responses (retrieval/sut_responses.py: one call per
+    question at the largest k, seed 002's `/api/v1/ask?debug=true`), the same answer at every k.
 
     Its contexts are the chunks the system retrieved (it has no pages). References become citations: a string or
     an object's chunk_id naming a retrieved chunk takes that chunk's rel_path and heading_path; an object's own
     rel_path / heading_path / page win. When the system gives no `abstained` flag it is inferred from the answer
-    text (abstention.infer_abstention) and marked abstained_inferred. Cost is unknown (NaN). A call that fails
+    text (abstention.infer_abstention) and marked abstained_inferred. Cost is unknown (NaN). A call that failed
     for good, or a reply off the contract, is an error row.
     """
 
     kind = "http"
     needs_contexts = False
 
-    def __init__(self, client: HttpSutClient):
-        self.client = client
+    def __init__(self, responses: dict[str, SutResponse | str], url: str):
+        self.responses = responses
+        self.url = url
 
     @property
     def version(self) -> dict[str, Any]:
-        return {"answerer": self.kind, "url": redact_url(self.client.config.url)}
+        return {"answerer": self.kind, "url": redact_url(self.url)}
 
     def answer_many(self, questions: list[Question], contexts: list[list[Context]], k: int) -> list[Answer]:
-        return [self._answer(q, k) for q in questions]
+        return [self._answer(q) for q in questions]
 
-    def _answer(self, question: Question, k: int) -> Answer:
-        started = time.perf_counter()
-        try:
-            response = self.client.ask(question.question, k, list(question.folders) or None)
-        except (HttpCallError, InputError) as exc:
-            return error_answer([], str(exc), time.perf_counter() - started)
+    def _answer(self, question: Question) -> Answer:
+        response = self.responses.get(question.id, "no response was stored for this question")
+        if isinstance(response, str):
+            return error_answer([], response, math.nan)
         contexts = [Context(c.chunk_id, c.rel_path, c.heading_path, None, c.text) for c in response.chunks]
         citations = [_citation(ref, response) for ref in response.references]
         if response.abstained is None:

@@ -101,15 +101,18 @@ def answer_questions(
     retrieval_results: pd.DataFrame,
     chunks: pd.DataFrame,
     k: int,
+    retriever: str | None = None,
 ) -> pd.DataFrame:
     """The answers table (ANSWER_COLUMNS) for every question of the evalset table `questions`.
 
     `retrieval_results` holds one retriever's results; each question gets its top-k chunks, in rank order, as
     contexts (none when nothing was retrieved for it). An answerer that retrieves for itself (HTTP) gets no
-    contexts; the retriever name still comes from `retrieval_results`.
+    contexts; the retriever name comes from `retrieval_results`, or from `retriever` (a service whose every call
+    failed retrieved nothing).
     """
-    retrievers = pd.unique(retrieval_results["retriever"])
-    if len(retrievers) != 1:
+    retrievers = pd.unique(retrieval_results["retriever"]) if retriever is None or len(retrieval_results) else [
+        retriever]
+    if len(retrievers) != 1 or retriever not in (None, retrievers[0]):
         raise ValueError(f"retrieval_results must hold exactly one retriever, got {list(retrievers)}")
     qs = questions_from_frame(questions)
     if answerer.needs_contexts:

@@ -13,16 +13,22 @@ from rag_eval_assets.corpus.load import load_corpus
 from rag_eval_assets.corpus.model import Document
 from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.retrieval.analyzers import get_analyzer
-from rag_eval_assets.retrieval.bm25 import BM25Index
+from rag_eval_assets.retrieval.bm25 import TermFrequencies
 from rag_eval_assets.retrieval.dense import DenseIndex
 from rag_eval_assets.retrieval.embedding_cache import EmbeddingCache
 from rag_eval_assets.retrieval.encoders import get_encoder
 from rag_eval_assets.retrieval.http_sut import client_for
-from rag_eval_assets.retrieval.retrievers import Bm25Retriever, DenseRetriever, HybridRetriever, run_retriever
+from rag_eval_assets.retrieval.kinds.bm25 import BM25_INDEX
+from rag_eval_assets.retrieval.registry import BuiltIndexes, IndexNeed, kind_of
+from rag_eval_assets.retrieval.retrievers import run_retriever
 from rag_eval_assets.settings import Settings
 
-RETRIEVERS = ("bm25", "dense", "hybrid")
 HTTP = "http"  # the retriever name of the service under test, as in the run store
+
+
+def searchable_variants(settings: Settings) -> list[str]:
+    """The configured retrievers that search our own chunks (not a service under test)."""
+    return [name for name, v in settings.variants.items() if not kind_of(v).own_answers]
 
 
 @dataclass(frozen=True)
@@ -53,34 +59,30 @@ def candidates_frame(candidates: list[Candidate]) -> pd.DataFrame:
 
 
 class CorpusCandidates:
-    """One of our retrievers (bm25, dense, hybrid) over the configured corpus and chunking."""
+    """One of the configured retrievers of our own (any kind that searches our chunks) over the configured corpus
+    and chunking, its indexes built in process."""
 
     def __init__(self, settings: Settings, retriever: str, documents: list[Document] | None = None):
-        if retriever not in RETRIEVERS:
-            raise ValueError(f"unknown retriever {retriever!r}; valid: {', '.join(RETRIEVERS)}")
+        searchable = searchable_variants(settings)
+        if retriever not in searchable:
+            raise ValueError(f"unknown retriever {retriever!r}; valid: {', '.join(searchable)}")
         self.name = retriever
+        self.variant = settings.variants[retriever]
         self.settings = settings
         self.documents = documents if documents is not None else load_corpus(settings.corpus.path)
         c = settings.chunking
         self.chunks = chunk_documents(self.documents, settings.corpus.id, ChunkerParams(c.chunk_size_chars,
                                                                                           c.overlap_chars))
-        self._cache: EmbeddingCache | None = None
-        self._retriever = self._build(retriever)
-
-    def _build(self, name: str) -> Bm25Retriever | DenseRetriever | HybridRetriever:
-        r = self.settings.retrieval
-        texts = self.chunks["text"].tolist()
-        analyzer = get_analyzer(self.settings.corpus.language)
-        bm25 = Bm25Retriever(BM25Index.build([analyzer(t) for t in texts], k1=float(r.bm25.k1), b=float(r.bm25.b),
-                                             variant=r.bm25.variant), analyzer)
-        if name == "bm25":
-            return bm25
         self._cache = EmbeddingCache(Path(self.settings.cache_dir) / "embeddings.sqlite")
-        dense = DenseRetriever(DenseIndex.build(texts, get_encoder(r.dense.model), self._cache))
-        if name == "dense":
-            return dense
-        h = r.hybrid
-        return HybridRetriever(bm25, dense, h.method, h.rrf_k, float(h.alpha), h.candidate_depth)
+        self._retriever = kind_of(self.variant).build(self.variant, BuiltIndexes(
+            self.chunks, settings.corpus.language, self._index))
+
+    def _index(self, need: IndexNeed):
+        texts = self.chunks["text"].tolist()
+        if need.family == BM25_INDEX:
+            analyzer = get_analyzer(need.spec)
+            return TermFrequencies.count([analyzer(t) for t in texts])
+        return DenseIndex.build(texts, get_encoder(need.spec.model), self._cache)
 
     def top(self, question: Question, k: int) -> list[Candidate]:
         folders = [list(question.folders)] if self.settings.retrieval.folder_filter else None
@@ -90,8 +92,8 @@ class CorpusCandidates:
         candidates = []
         for r in results.itertuples(index=False):
             chunk = info.loc[r.chunk_id]
-            parts = {"bm25": (("bm25", _number(r.score_bm25)),), "dense": (("dense", _number(r.score_dense)),),
-                     "hybrid": (("bm25", _number(r.score_bm25)), ("dense", _number(r.score_dense)))}[self.name]
+            parts = tuple((column.removeprefix("score_"), _number(getattr(r, column)))
+                          for column in ("score_bm25", "score_dense") if not pd.isna(getattr(r, column)))
             candidates.append(Candidate(int(r.rank), r.chunk_id, r.doc_id, chunk["rel_path"], chunk["heading_path"],
                                         None if pd.isna(chunk["page"]) else int(chunk["page"]), chunk["text"],
                                         _number(r.score), parts))
@@ -103,8 +105,7 @@ class CorpusCandidates:
         return same["text"].tolist()
 
     def close(self) -> None:
-        if self._cache is not None:
-            self._cache.close()
+        self._cache.close()
 
 
 class SutCandidates:

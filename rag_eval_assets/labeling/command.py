@@ -9,7 +9,7 @@ from rag_eval_assets.corpus.chunking import ChunkerParams
 from rag_eval_assets.corpus.load import load_corpus
 from rag_eval_assets.evalset.load import load_evalset
 from rag_eval_assets.labeling.app import SAVED_AND_QUIT, LabelApp
-from rag_eval_assets.labeling.candidates import HTTP, CorpusCandidates, SutCandidates
+from rag_eval_assets.labeling.candidates import HTTP, CorpusCandidates, SutCandidates, searchable_variants
 from rag_eval_assets.labeling.resolution import ResolutionCheck
 from rag_eval_assets.labeling.selection import failing_ids
 from rag_eval_assets.labeling.session import LabelSession
@@ -17,7 +17,7 @@ from rag_eval_assets.runs.store import latest_run
 from rag_eval_assets.settings import Settings
 
 
-def label(settings: Settings, evalset: Path, retriever: str, sut_url: str | None, k: int, only: str) -> int:
+def label(settings: Settings, evalset: Path, retriever: str | None, sut_url: str | None, k: int, only: str) -> int:
     run = latest_run(settings.runs_dir) if only == "failing" else None
     if only == "failing" and run is None:
         print(f"error: --only failing needs a run; {settings.runs_dir} holds none", file=sys.stderr)
@@ -26,6 +26,12 @@ def label(settings: Settings, evalset: Path, retriever: str, sut_url: str | None
     if sut_url:
         source = SutCandidates(settings, sut_url)
     else:
+        if retriever is None:
+            searchable = searchable_variants(settings)
+            if not searchable:
+                print("error: no configured retriever searches our corpus; use --sut-url", file=sys.stderr)
+                return 2
+            retriever = "hybrid" if "hybrid" in searchable else searchable[0]
         print(f"building the {retriever} index over {settings.corpus.path} ...", file=sys.stderr)
         source = CorpusCandidates(settings, retriever, documents)
     c = settings.chunking

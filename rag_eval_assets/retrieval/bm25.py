@@ -53,6 +53,51 @@ def _idf(variant: str, n_docs: int, df: np.ndarray, epsilon: float) -> np.ndarra
     return idf
 
 
+@dataclass(frozen=True)
+class TermFrequencies:
+    """What BM25 is computed from: the vocabulary and a CSR matrix of term counts (terms x documents). Stored as
+    the index table, so k1, b and the variant are applied when a retriever is built, not when the index is."""
+
+    terms: list[str]
+    tf: sp.csr_matrix
+
+    @classmethod
+    def count(cls, tokenized_docs: list[list[str]]) -> TermFrequencies:
+        doc_len = np.array([len(doc) for doc in tokenized_docs], dtype=np.int64)
+        if doc_len.sum() == 0:
+            raise ValueError(
+                f"cannot build a BM25 index: the corpus has {len(tokenized_docs)} document(s) and no terms "
+                "(empty corpus, or every document analyzed to nothing)"
+            )
+        terms = sorted(set(chain.from_iterable(tokenized_docs)))
+        term_ids = {term: i for i, term in enumerate(terms)}
+        flat_terms = np.fromiter((term_ids[t] for t in chain.from_iterable(tokenized_docs)), dtype=np.int64)
+        flat_docs = np.repeat(np.arange(len(tokenized_docs)), doc_len)
+        # COO -> CSR sums the duplicate (term, doc) entries: data becomes tf, and each row's length is df.
+        tf = sp.coo_matrix(
+            (np.ones(len(flat_terms)), (flat_terms, flat_docs)), shape=(len(terms), len(tokenized_docs))
+        ).tocsr()
+        return cls(terms, tf)
+
+    def with_params(self, params: BM25Params) -> BM25Index:
+        variant = _ALIASES.get(params.variant, params.variant)
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown BM25 variant {params.variant!r}; valid: {', '.join(VARIANTS)}")
+        k1, b = float(params.k1), float(params.b)
+        if k1 < 0 or not 0 <= b <= 1:
+            raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+        params = BM25Params(variant, k1, b, float(params.epsilon))
+        tf = self.tf
+        doc_len = np.asarray(tf.sum(axis=0), dtype=np.float64).ravel()
+        df = np.diff(tf.indptr).astype(np.float64)
+        idf = _idf(variant, tf.shape[1], df, params.epsilon)
+        length_norm = k1 * (1.0 - b + b * doc_len / doc_len.mean())
+        term_of_entry = np.repeat(np.arange(len(self.terms)), np.diff(tf.indptr))
+        tf_part = tf.data * (k1 + 1.0) / (tf.data + length_norm[tf.indices])
+        weights = sp.csr_matrix((idf[term_of_entry] * tf_part, tf.indices, tf.indptr), shape=tf.shape)
+        return BM25Index(params, self.terms, weights)
+
+
 class BM25Index:
     """A built BM25 index (`BM25Index.build`); `index_tables` stores it as a table."""
 
@@ -75,33 +120,7 @@ class BM25Index:
         variant: str = "lucene",
         epsilon: float = 0.25,
     ) -> BM25Index:
-        if variant not in VARIANTS:
-            raise ValueError(f"unknown BM25 variant {variant!r}; valid: {', '.join(VARIANTS)}")
-        if k1 < 0 or not 0 <= b <= 1:
-            raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
-        doc_len = np.array([len(doc) for doc in tokenized_docs], dtype=np.float64)
-        if doc_len.sum() == 0:
-            raise ValueError(
-                f"cannot build a BM25 index: the corpus has {len(tokenized_docs)} document(s) and no terms "
-                "(empty corpus, or every document analyzed to nothing)"
-            )
-        params = BM25Params(_ALIASES.get(variant, variant), float(k1), float(b), float(epsilon))
-        terms = sorted(set(chain.from_iterable(tokenized_docs)))
-        term_ids = {term: i for i, term in enumerate(terms)}
-        n_docs = len(tokenized_docs)
-        flat_terms = np.fromiter((term_ids[t] for t in chain.from_iterable(tokenized_docs)), dtype=np.int64)
-        flat_docs = np.repeat(np.arange(n_docs), doc_len.astype(np.int64))
-        # COO -> CSR sums the duplicate (term, doc) entries: data becomes tf, and each row's length is df.
-        tf = sp.coo_matrix(
-            (np.ones(len(flat_terms)), (flat_terms, flat_docs)), shape=(len(terms), n_docs)
-        ).tocsr()
-        df = np.diff(tf.indptr).astype(np.float64)
-        idf = _idf(params.variant, n_docs, df, params.epsilon)
-        length_norm = k1 * (1.0 - b + b * doc_len / doc_len.mean())
-        term_of_entry = np.repeat(np.arange(len(terms)), np.diff(tf.indptr))
-        tf_part = tf.data * (k1 + 1.0) / (tf.data + length_norm[tf.indices])
-        weights = sp.csr_matrix((idf[term_of_entry] * tf_part, tf.indices, tf.indptr), shape=tf.shape)
-        return cls(params, terms, weights)
+        return TermFrequencies.count(tokenized_docs).with_params(BM25Params(variant, k1, b, epsilon))
 
     def _query_matrix(self, tokenized_queries: list[list[str]]) -> sp.csr_matrix:
         """Queries x terms counts; terms absent from the index are dropped (they score 0 in every variant)."""

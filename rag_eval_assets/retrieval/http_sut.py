@@ -24,7 +24,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pandas as pd
@@ -33,7 +33,9 @@ from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.http_retry import RetryPolicy, send_with_retries
 from rag_eval_assets.redaction import redact_url
 from rag_eval_assets.retrieval.sut_url import request_url, shown_url, url_problems
-from rag_eval_assets.settings import HttpSettings
+
+if TYPE_CHECKING:  # the kind's module imports this one
+    from rag_eval_assets.retrieval.kinds.http import HttpParams
 
 CHUNK_LIST_KEYS = ("retrieved_chunks", "chunks")
 # Required string fields of a chunk, and whether "" is allowed ("" heading_path: text before any heading).
@@ -324,7 +326,7 @@ def sut_chunks_frame(results: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def client_for(http: HttpSettings, base_url: str | None = None) -> HttpSutClient:
+def client_for(http: HttpParams, base_url: str | None = None) -> HttpSutClient:
     """The client of `retrieval.http` (its key and headers from the environment variables it names, its timeouts
     and retries), at `base_url` when given instead of the configured one."""
     headers = headers_from_env(http.headers_env)

@@ -1,6 +1,6 @@
 """Indexes as tables, so the Parquet IO manager stores them like every other asset (locally or on an object store).
 
-BM25: one row per non-zero (term, chunk) weight. Dense: one row per chunk with its unit vector. Rows name chunks by
+BM25: one row per (term, chunk) with the term's count in the chunk (BM25's parameters apply when it is loaded). Dense: one row per chunk with its unit vector. Rows name chunks by
 chunk_id, and loading maps them onto the row order of the chunk table the retriever searches.
 """
 
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from rag_eval_assets.retrieval.bm25 import BM25Index, BM25Params
+from rag_eval_assets.retrieval.bm25 import TermFrequencies
 
 
 def _rows_for(chunk_ids: pd.Series, index_chunk_ids: np.ndarray, what: str) -> np.ndarray:
@@ -22,21 +22,21 @@ def _rows_for(chunk_ids: pd.Series, index_chunk_ids: np.ndarray, what: str) -> n
     return rows
 
 
-def bm25_to_frame(index: BM25Index, chunk_ids: pd.Series) -> pd.DataFrame:
-    coo = index.weights.tocoo()
-    terms = np.asarray(index.terms, dtype=object)
+def bm25_to_frame(counts: TermFrequencies, chunk_ids: pd.Series) -> pd.DataFrame:
+    coo = counts.tf.tocoo()
+    terms = np.asarray(counts.terms, dtype=object)
     return pd.DataFrame(
-        {"term": terms[coo.row], "chunk_id": np.asarray(chunk_ids)[coo.col], "weight": coo.data}
+        {"term": terms[coo.row], "chunk_id": np.asarray(chunk_ids)[coo.col], "tf": coo.data.astype(np.int32)}
     )
 
 
-def bm25_from_frame(df: pd.DataFrame, chunk_ids: pd.Series, params: BM25Params) -> BM25Index:
+def bm25_from_frame(df: pd.DataFrame, chunk_ids: pd.Series) -> TermFrequencies:
     if df.empty:
         raise ValueError("the BM25 index is empty: the corpus has no indexable terms")
     terms, term_rows = np.unique(df["term"].to_numpy(dtype=object), return_inverse=True)
     cols = _rows_for(chunk_ids, df["chunk_id"].to_numpy(), "the BM25 index")
-    weights = sp.csr_matrix((df["weight"].to_numpy(), (term_rows, cols)), shape=(len(terms), len(chunk_ids)))
-    return BM25Index(params, [str(t) for t in terms], weights)
+    tf = sp.csr_matrix((df["tf"].to_numpy(dtype=np.float64), (term_rows, cols)), shape=(len(terms), len(chunk_ids)))
+    return TermFrequencies([str(t) for t in terms], tf)
 
 
 def dense_to_frame(vectors: np.ndarray, chunk_ids: pd.Series, model_id: str) -> pd.DataFrame:

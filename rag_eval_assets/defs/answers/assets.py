@@ -28,6 +28,7 @@ from rag_eval_assets.metrics.ragas_context import context_rows, ragas_context_me
 from rag_eval_assets.metrics.rule_score import has_rules, weighted_score
 from rag_eval_assets.runs.gate import WEIGHTED_SCORE
 from rag_eval_assets.runs.reproducibility import reproducibility_fields
+from rag_eval_assets.retrieval.registry import kind_of, own_answer_variants
 from rag_eval_assets.settings import Settings
 
 JUDGE_PROMPT_VERSION = "v1"
@@ -58,7 +59,7 @@ def _ragas_table(
         for key in sorted(answers):
             retriever, k = str(answers[key]["retriever"].iloc[0]), int(answers[key]["k"].iloc[0])
             # A service under test returns its own chunks, not ours: ragas gets no chunk texts to compare there.
-            if retriever != "http":
+            if not kind_of(s.variants[retriever]).own_answers:
                 rows = context_rows(questions, retrieval_results[retriever], chunks, gold_labels, k)
                 tables.append(ragas_context_metrics(rows, client).assign(retriever=retriever, k=k))
         usage = client.usage() if client is not None else None
@@ -80,31 +81,35 @@ def answer_defs(settings: Settings) -> dg.Definitions:
     llm_pool = LLM_POOL if settings.llm is not None else None
     answer_pool = LLM_POOL if settings.answering.answerer == "llm" else None
     judge_pool = LLM_POOL if settings.llm is not None and settings.judge.enabled else None
+    # A service under test's answers are read from its stored responses (one call per question per run).
+    sut_in = {"sut_responses": dg.AssetIn(partition_mapping=dg.AllPartitionMapping(),
+                                          dagster_type=dict[str, pd.DataFrame])} \
+        if own_answer_variants(settings.variants) else {}
 
     @dg.asset(
         group_name="answers",
         kinds={"pandas", "parquet"},
         partitions_def=grid,
         metadata=grid_metadata,
-        ins={"retrieval_results": dg.AssetIn(partition_mapping=by_retriever)},
+        ins={"evalset": dg.AssetIn(), "chunks": dg.AssetIn(),
+             "retrieval_results": dg.AssetIn(partition_mapping=by_retriever), **sut_in},
         pool=answer_pool,
     )
     def answers(
-        context: dg.AssetExecutionContext,
-        settings: RagEvalSettings,
-        llm: LLMResource,
-        evalset: pd.DataFrame,
-        chunks: pd.DataFrame,
-        retrieval_results: pd.DataFrame,
+        context: dg.AssetExecutionContext, settings: RagEvalSettings, llm: LLMResource, **inputs: pd.DataFrame
     ) -> dg.Output[pd.DataFrame]:
-        """Every question answered from one retriever's top-k chunks (extractive, LLM, or the service under test)."""
+        """Every question answered from one retriever's top-k chunks (extractive, LLM), or the service under test's
+        stored answer."""
         s = settings.load()
         retriever, k = _grid_key(context)
-        estimate = _estimate(s, evalset, retrieval_results, chunks, k)
+        evalset, chunks, retrieval_results = inputs["evalset"], inputs["chunks"], inputs["retrieval_results"]
+        own = kind_of(s.variants[retriever]).own_answers
+        estimate = _estimate(s, evalset, retrieval_results, chunks, k, own)
         if estimate["calls"]:
             context.log.info(f"estimate before answering: {estimate}")
-        with answerer_for(s, retriever, llm.api_key) as answerer:
-            table = answer_questions(answerer, evalset, retrieval_results, chunks, k)
+        sut_table = inputs["sut_responses"][retriever] if own else None
+        with answerer_for(s, retriever, llm.api_key, sut_table) as answerer:
+            table = answer_questions(answerer, evalset, retrieval_results, chunks, k, retriever)
             version = answerer.version
         versions = upstream_versions(context, "evalset", "chunks").with_part(
             "answerer", **version
@@ -112,7 +117,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         return dg.Output(
             table,
             metadata={
-                "answerer": "http" if retriever == "http" else s.answering.answerer,
+                "answerer": answerer.kind,
                 "answers": len(table),
                 "errors": int(table["error"].notna().sum()),
                 "abstained": int(table["abstained"].sum()),
@@ -220,7 +225,9 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         value); LLM-only metrics without an endpoint are listed as not computed, never as zero."""
         s = settings.load()
         questions = questions_from_frame(evalset)
-        encoder = encoder_for(s)
+        # Only seed 004's reference answers need an encoder (semantic similarity): a run without them loads none.
+        encoder = encoder_for(s, s.retrieval.dense) if any(
+            q.reference_answer for q in questions) else None
         tables = []
         for key in sorted(answers):  # one partition in memory at a time
             table = answers[key]
@@ -322,9 +329,10 @@ def _mean_prompt_tokens(answers: pd.DataFrame) -> float:
     return sum(estimate_tokens(t) for t in texts) / max(len(texts), 1) + 200
 
 
-def _estimate(s: Settings, evalset: pd.DataFrame, results: pd.DataFrame, chunks: pd.DataFrame, k: int) -> dict:
+def _estimate(s: Settings, evalset: pd.DataFrame, results: pd.DataFrame, chunks: pd.DataFrame, k: int,
+              own_answers: bool) -> dict:
     """Calls, tokens and cost an LLM answerer will spend on this partition (zero for the others)."""
-    if s.answering.answerer != "llm" or s.llm is None or results["retriever"].iloc[0] == "http":
+    if s.answering.answerer != "llm" or s.llm is None or own_answers:
         return {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
     contexts = contexts_by_query(results, chunks, k)
     prompt = [estimate_tokens(q) + sum(estimate_tokens(c.text) for c in contexts.get(i, [])) + 200

@@ -4,11 +4,15 @@ from contextlib import contextmanager
 from collections.abc import Iterator
 from pathlib import Path
 
-from rag_eval_assets.defs.retrieval.build import http_client
+import pandas as pd
+
 from rag_eval_assets.generation.answerers import HttpAnswerer, LLMAnswerer
 from rag_eval_assets.generation.extractive import ExtractiveAnswerer
 from rag_eval_assets.llm.cache import LLMCache
 from rag_eval_assets.llm.client import LLMClient
+from rag_eval_assets.retrieval.registry import kind_of
+from rag_eval_assets.retrieval.sut_responses import read_responses
+from rag_eval_assets.retrieval.sut_url import shown_url
 from rag_eval_assets.settings import Settings
 
 NO_LLM = "not computed: no llm endpoint configured (rag_eval.yaml: llm.base_url, llm.model)"
@@ -27,11 +31,13 @@ def llm_client(settings: Settings, api_key: str | None) -> Iterator[LLMClient]:
 
 
 @contextmanager
-def answerer_for(settings: Settings, retriever: str, api_key: str | None):
-    """The service under test answers its own questions; our retrievers' contexts go to the configured answerer."""
-    if retriever == "http":
-        with http_client(settings) as client:
-            yield HttpAnswerer(client)
+def answerer_for(settings: Settings, retriever: str, api_key: str | None, sut_responses: pd.DataFrame | None):
+    """A service under test answered in its stored responses; our retrievers' contexts go to the configured
+    answerer."""
+    variant = settings.variants[retriever]
+    if kind_of(variant).own_answers:
+        url = shown_url(variant.params.base_url, variant.params.path)
+        yield HttpAnswerer(read_responses(sut_responses, url), url)
     elif settings.answering.answerer == "llm":
         with llm_client(settings, api_key) as client:
             yield LLMAnswerer(client)

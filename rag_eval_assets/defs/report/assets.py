@@ -54,6 +54,7 @@ from rag_eval_assets.runs.store import (
     write_run,
 )
 from rag_eval_assets.runs.versions import VersionTuple
+from rag_eval_assets.retrieval.registry import kind_of
 from rag_eval_assets.settings import Settings
 
 ALL = dg.AssetIn(partition_mapping=dg.AllPartitionMapping())
@@ -66,19 +67,18 @@ COMPARISON_COLUMNS = ("retriever", "k", "metric", "gate", "base", "cand", "delta
 
 
 def _settings_json(s: Settings) -> dict:
-    return json.loads(json.dumps(dataclasses.asdict(s), default=str))
+    values = {**dataclasses.asdict(s), "variants": {name: v.version() for name, v in s.variants.items()}}
+    return json.loads(json.dumps(values, default=str))
 
 
 def _run_versions(context: dg.AssetExecutionContext, s: Settings) -> VersionTuple:
-    versions = upstream_versions(context, "evalset", "chunks", "bm25_index", "dense_index")
+    versions = upstream_versions(context, "evalset", "chunks")
     r = s.retrieval
     versions = versions.with_part(
         "retriever",
-        retrievers=list(s.retrievers),
+        retrievers={name: v.version() for name, v in s.variants.items()},
         k_values=list(s.k_values),
         level=r.level,
-        bm25=dataclasses.asdict(r.bm25),
-        hybrid=dataclasses.asdict(r.hybrid),
         folder_filter=r.folder_filter,
     )
     answerer = upstream_versions(context, "answers").answerer
@@ -245,7 +245,8 @@ def llm_health(s: Settings, health: pd.DataFrame) -> dg.AssetCheckResult:
     rows = []
     for row in health.itertuples(index=False):
         if row.stage == "answer":
-            endpoint = s.retrieval.http.base_url if row.retriever == "http" else (
+            variant = s.variants.get(row.retriever)
+            endpoint = variant.params.base_url if variant is not None and kind_of(variant).own_answers else (
                 s.llm.base_url if s.answering.answerer == "llm" and s.llm else None)
         else:
             endpoint = endpoints[row.stage]

@@ -7,154 +7,199 @@ import dagster as dg
 import pandas as pd
 
 from rag_eval_assets.corpus.gold import resolve_gold
-from rag_eval_assets.defs.partitions import retriever_partitions
 from rag_eval_assets.defs.metadata import preview, upstream_versions, version_metadata
+from rag_eval_assets.defs.partitions import SUT_GROUP, retriever_partitions, sut_partitions
 from rag_eval_assets.defs.resources import RagEvalSettings
-from rag_eval_assets.defs.retrieval.build import (
-    bm25_params,
-    bm25_retriever,
-    dense_retriever,
-    embedding_cache,
-    encoder_for,
-    http_client,
-    hybrid_retriever,
-)
+from rag_eval_assets.defs.retrieval.build import built_indexes, embedding_cache, encoder_for
 from rag_eval_assets.defs.storage.parquet_io_manager import PARTITION_DIMENSIONS_KEY
 from rag_eval_assets.evalset.tables import questions_for_metrics, questions_from_frame
 from rag_eval_assets.metrics.aggregate import aggregate_metrics
 from rag_eval_assets.metrics.retrieval import retrieval_metrics as score_retrieval
 from rag_eval_assets.redaction import redact_url
 from rag_eval_assets.retrieval.analyzers import get_analyzer
-from rag_eval_assets.retrieval.bm25 import BM25Index
+from rag_eval_assets.retrieval.bm25 import TermFrequencies
 from rag_eval_assets.retrieval.dense import DenseIndex
 from rag_eval_assets.retrieval.embedding_cache import text_key
-from rag_eval_assets.retrieval.http_sut import sut_chunks_frame, sut_results_frame
+from rag_eval_assets.retrieval.http_sut import sut_chunks_frame
 from rag_eval_assets.retrieval.index_tables import bm25_to_frame, dense_to_frame
+from rag_eval_assets.retrieval.kinds.bm25 import BM25_INDEX
+from rag_eval_assets.retrieval.kinds.dense import DENSE_INDEX
+from rag_eval_assets.retrieval.registry import IndexNeed, Variant, kind_of, needs_of, own_answer_variants
 from rag_eval_assets.retrieval.retrievers import collapse_to_documents, run_retriever
+from rag_eval_assets.retrieval.sut_responses import responses_frame, results_from_responses
+from rag_eval_assets.retrieval.sut_url import shown_url
 from rag_eval_assets.settings import Settings
 
 # Chunks fetched per query before collapsing to documents, as a multiple of the deepest k (doc level only).
 DOC_LEVEL_CHUNK_FACTOR = 5
 
 
-@dg.asset(group_name="index", kinds={"pandas", "parquet"})
-def bm25_index(
-    context: dg.AssetExecutionContext, settings: RagEvalSettings, chunks: pd.DataFrame
-) -> dg.Output[pd.DataFrame]:
-    """BM25 weights of every (term, chunk), built once per chunk table."""
-    s = settings.load()
-    analyzer = get_analyzer(s.corpus.language)
-    p = bm25_params(s)
-    index = BM25Index.build([analyzer(t) for t in chunks["text"]], k1=p.k1, b=p.b, variant=p.variant)
-    versions = upstream_versions(context, "chunks").with_part("index", analyzer=analyzer.name, bm25_variant=p.variant)
-    return dg.Output(
-        bm25_to_frame(index, chunks["chunk_id"]),
-        metadata={"terms": len(index.terms), "chunks": index.n_docs, **version_metadata(versions)},
-    )
+def _bm25_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
+    @dg.asset(name=BM25_INDEX, group_name="index", kinds={"pandas", "parquet"})
+    def bm25_index(context: dg.AssetExecutionContext, chunks: pd.DataFrame) -> dg.Output[pd.DataFrame]:
+        """Term counts of every (term, chunk) under the corpus analyzer; BM25's k1, b and variant apply at search."""
+        analyzer = get_analyzer(need.spec)
+        counts = TermFrequencies.count([analyzer(t) for t in chunks["text"]])
+        versions = upstream_versions(context, "chunks").with_part("index", analyzer=analyzer.name)
+        return dg.Output(
+            bm25_to_frame(counts, chunks["chunk_id"]),
+            metadata={"terms": len(counts.terms), "chunks": len(chunks), **version_metadata(versions)},
+        )
+
+    return bm25_index
 
 
-@dg.asset(group_name="index", kinds={"pandas", "parquet", "pytorch"})
-def dense_index(
-    context: dg.AssetExecutionContext, settings: RagEvalSettings, chunks: pd.DataFrame
-) -> dg.Output[pd.DataFrame]:
-    """Unit vectors of every chunk; only chunks not in the embedding cache are encoded."""
-    s = settings.load()
-    encoder = encoder_for(s)
-    cache = embedding_cache(s)
-    try:
-        texts = chunks["text"].tolist()
-        known = len(cache.get(encoder.model_id, [text_key(encoder.input_text(t, "passage")) for t in texts]))
-        start = time.perf_counter()
-        index = DenseIndex.build(texts, encoder, cache)
-        seconds = time.perf_counter() - start
-    finally:
-        cache.close()
-    context.log.info(f"encoded {len(texts) - known} of {len(texts)} chunks in {seconds:.1f}s")
-    versions = upstream_versions(context, "chunks").with_part("index", embedding_model=encoder.model_id)
-    return dg.Output(
-        dense_to_frame(index.vectors, chunks["chunk_id"], encoder.model_id),
-        metadata={
-            "embedding_model": encoder.model_id,
-            "dim": encoder.dim,
-            "encoded": len(texts) - known,
-            "from_cache": known,
-            "encode_seconds": seconds,
-            **version_metadata(versions),
-        },
-    )
+def _dense_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
+    @dg.asset(key=[DENSE_INDEX, need.key], group_name="index", kinds={"pandas", "parquet", "pytorch"})
+    def dense_index(
+        context: dg.AssetExecutionContext, settings: RagEvalSettings, chunks: pd.DataFrame
+    ) -> dg.Output[pd.DataFrame]:
+        """Unit vectors of every chunk under one model; only chunks not in the embedding cache are encoded."""
+        s = settings.load()
+        encoder = encoder_for(s, need.spec)
+        cache = embedding_cache(s)
+        try:
+            texts = chunks["text"].tolist()
+            known = len(cache.get(encoder.model_id, [text_key(encoder.input_text(t, "passage")) for t in texts]))
+            start = time.perf_counter()
+            index = DenseIndex.build(texts, encoder, cache)
+            seconds = time.perf_counter() - start
+        finally:
+            cache.close()
+        context.log.info(f"encoded {len(texts) - known} of {len(texts)} chunks in {seconds:.1f}s")
+        versions = upstream_versions(context, "chunks").with_part("index", embedding_model=encoder.model_id)
+        return dg.Output(
+            dense_to_frame(index.vectors, chunks["chunk_id"], encoder.model_id),
+            metadata={
+                "embedding_model": encoder.model_id,
+                "dim": encoder.dim,
+                "encoded": len(texts) - known,
+                "from_cache": known,
+                "encode_seconds": seconds,
+                **version_metadata(versions),
+            },
+        )
+
+    return dense_index
 
 
-def _results(
+def _index_input(need: IndexNeed) -> str:
+    return need.family if need.family == BM25_INDEX else f"{DENSE_INDEX}__{need.key}"
+
+
+def _search(
     context: dg.AssetExecutionContext,
     s: Settings,
-    name: str,
+    variant: Variant,
     questions: pd.DataFrame,
     chunks: pd.DataFrame,
-    bm25_table: pd.DataFrame,
-    dense_table: pd.DataFrame,
-) -> tuple[pd.DataFrame, dict]:
+    tables: dict[tuple[str, str], pd.DataFrame],
+) -> pd.DataFrame:
     depth = max(s.k_values)
     search_depth = depth * DOC_LEVEL_CHUNK_FACTOR if s.retrieval.level == "doc" else depth
     ids, texts = questions["id"].tolist(), questions["question"].tolist()
 
     def progress(done: int, total: int) -> None:
         if done % 100 == 0 or done == total:
-            context.log.info(f"{name}: {done}/{total} queries")
+            context.log.info(f"{variant.name}: {done}/{total} queries")
 
-    if name == "http":
-        with http_client(s) as client:
-            responses = [client.ask(text, depth) for text in texts]
-        return sut_results_frame(ids, responses, name), {"name": "http", "base_url": redact_url(s.retrieval.http.base_url)}
     cache = embedding_cache(s)
     try:
-        bm25 = bm25_retriever(s, bm25_table, chunks)
-        if name == "bm25":
-            retriever = bm25
-        else:
-            dense = dense_retriever(s, dense_table, chunks, cache)
-            retriever = dense if name == "dense" else hybrid_retriever(s, bm25, dense)
+        retriever = kind_of(variant).build(variant, built_indexes(s, chunks, tables, cache))
         folders = _question_folders(questions) if s.retrieval.folder_filter else None
-        results = run_retriever(name, retriever, ids, texts, chunks, search_depth, progress, folders)
+        results = run_retriever(variant.name, retriever, ids, texts, chunks, search_depth, progress, folders)
     finally:
         cache.close()
     if s.retrieval.level == "doc":
         results = collapse_to_documents(results, depth)
-    return results, retriever.version()
+    return results
 
 
 def _question_folders(evalset: pd.DataFrame) -> list[list[str]]:
     return [json.loads(value) for value in evalset["folders"]]
 
 
+def _sut_url(variant: Variant) -> str:
+    return shown_url(variant.params.base_url, variant.params.path)
+
+
 def retrieval_defs(settings: Settings) -> dg.Definitions:
     retrievers = retriever_partitions(settings)
+    needs = needs_of(settings.variants, settings.corpus.language)
+    index_assets = [(_bm25_index_asset if n.family == BM25_INDEX else _dense_index_asset)(n) for n in needs]
+    suts = own_answer_variants(settings.variants)
+    ins = {_index_input(n): dg.AssetIn(key=dg.AssetKey(n.family) if n.family == BM25_INDEX
+                                      else dg.AssetKey([n.family, n.key])) for n in needs}
+    sut_assets = []
+    if suts:
+        # Only the services' own partitions read their responses; the others map to none.
+        ins["sut_responses"] = dg.AssetIn(partition_mapping=dg.StaticPartitionMapping({n: [n] for n in suts}),
+                                          dagster_type=dict[str, pd.DataFrame])
+
+        @dg.asset(
+            group_name=SUT_GROUP,
+            kinds={"pandas", "parquet"},
+            partitions_def=sut_partitions(settings),
+            metadata={PARTITION_DIMENSIONS_KEY: ["retriever"]},
+        )
+        def sut_responses(
+            context: dg.AssetExecutionContext, settings: RagEvalSettings, evalset: pd.DataFrame
+        ) -> dg.Output[pd.DataFrame]:
+            """One call per question to the system under test, at the largest k with debug=true (its folders when
+            the folder filter is on); its retrieval results and its answers at every k are read from here."""
+            s = settings.load()
+            variant = s.variants[context.partition_key]
+            folders = _question_folders(evalset) if s.retrieval.folder_filter else None
+            outcomes = kind_of(variant).respond(variant, evalset["question"].tolist(), max(s.k_values), folders)
+            table = responses_frame(evalset["id"].tolist(), variant.name, outcomes)
+            failed = table["error"].notna()
+            if failed.any():
+                context.log.warning(f"{variant.name}: {int(failed.sum())} of {len(table)} calls failed; first: "
+                                    f"{table.loc[failed, 'error'].iloc[0]}")
+            versions = upstream_versions(context, "evalset").with_part("retriever", **variant.version(),
+                                                                       depth=max(s.k_values))
+            latency = table["latency_s"].dropna()
+            return dg.Output(table, metadata={
+                "retriever": variant.name,
+                "calls": len(table),
+                "errors": int(failed.sum()),
+                "url": redact_url(_sut_url(variant)),
+                "latency_p50_ms": float(latency.median() * 1000) if len(latency) else 0.0,
+                "preview": preview(table, ["query_id", "latency_s", "attempts", "error"]),
+                **version_metadata(versions),
+            })
+
+        sut_assets.append(sut_responses)
 
     @dg.asset(
         group_name="retrieval",
         kinds={"pandas", "parquet"},
         partitions_def=retrievers,
         metadata={PARTITION_DIMENSIONS_KEY: ["retriever"]},
+        ins={"evalset": dg.AssetIn(), "chunks": dg.AssetIn(), **ins},
     )
     def retrieval_results(
-        context: dg.AssetExecutionContext,
-        settings: RagEvalSettings,
-        evalset: pd.DataFrame,
-        chunks: pd.DataFrame,
-        bm25_index: pd.DataFrame,
-        dense_index: pd.DataFrame,
+        context: dg.AssetExecutionContext, settings: RagEvalSettings, **inputs: pd.DataFrame
     ) -> dg.Output[pd.DataFrame]:
         """The ranked chunks of every question for one retriever, depth = the largest k, with per-query latency."""
         s = settings.load()
-        name = context.partition_key
-        results, retriever_version = _results(context, s, name, evalset, chunks, bm25_index, dense_index)
-        versions = upstream_versions(context, "evalset", "chunks", "bm25_index", "dense_index").with_part(
-            "retriever", **retriever_version, depth=max(s.k_values), level=s.retrieval.level
+        variant = s.variants[context.partition_key]
+        evalset, chunks = inputs["evalset"], inputs["chunks"]
+        if kind_of(variant).own_answers:
+            results = results_from_responses(inputs["sut_responses"][variant.name], _sut_url(variant), variant.name)
+        else:
+            tables = {(n.family, n.key): inputs[_index_input(n)]
+                      for n in needs_of({variant.name: variant}, s.corpus.language)}
+            results = _search(context, s, variant, evalset, chunks, tables)
+        versions = upstream_versions(context, "evalset", "chunks").with_part(
+            "retriever", **variant.version(), depth=max(s.k_values), level=s.retrieval.level
         )
         latency = results.drop_duplicates("query_id")["latency_s"]
         return dg.Output(
             results,
             metadata={
-                "retriever": name,
+                "retriever": variant.name,
+                "kind": variant.kind,
                 "queries": int(results["query_id"].nunique()),
                 "latency_p50_ms": float(latency.median() * 1000) if len(latency) else 0.0,
                 "latency_p95_ms": float(latency.quantile(0.95) * 1000) if len(latency) else 0.0,
@@ -184,9 +229,10 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
         for name in sorted(retrieval_results):  # one partition in memory at a time
             results = retrieval_results[name]
             # A service under test returns its own chunks: its gold is resolved against what it returned.
-            gold = resolve_gold(question_list, sut_chunks_frame(results), strict=False) if name == "http" else gold_labels
+            own = kind_of(s.variants[name]).own_answers
+            gold = resolve_gold(question_list, sut_chunks_frame(results), strict=False) if own else gold_labels
             scope = None
-            if s.retrieval.folder_filter and name != "http":
+            if s.retrieval.folder_filter and not own:
                 scope = {q: f for q, f in zip(evalset["id"], _question_folders(evalset)) if f}
             tables.append(
                 score_retrieval(results, gold, questions, s.k_values, s.retrieval.level, folder_filter=scope,
@@ -227,5 +273,5 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
             },
         )
 
-    return dg.Definitions(assets=[bm25_index, dense_index, retrieval_results, retrieval_metrics_per_query,
+    return dg.Definitions(assets=[*index_assets, *sut_assets, retrieval_results, retrieval_metrics_per_query,
                                   retrieval_metrics])

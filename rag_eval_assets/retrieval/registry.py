@@ -1,0 +1,225 @@
+"""The retriever registry: every kind of retriever (bm25, dense, hybrid, http, ...) in one place, and the named
+variants of rag_eval.yaml resolved against it.
+
+A kind declares its settings model (pydantic, extra keys forbidden), the indexes it searches, whether it brings its
+own chunks and answers (a service under test), and how to build a retriever from built indexes. Nothing outside
+this module and the kinds' own modules dispatches on a kind's name: adding a kind is its module, one line in
+`kinds/__init__.py` and its documentation (docs/architecture.md, "Retriever kinds").
+
+A variant is a name (the retriever partition) plus a kind and its parameters: `retrievers: [bm25, dense]` names each
+variant after its kind with the `retrieval.<kind>` section as parameters; the mapping form
+`bm25_tuned: {kind: bm25, k1: 1.2}` overrides that section's values for one variant.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+import pandas as pd
+from pydantic import BaseModel, ValidationError
+
+# A variant name is a partition key and a file name: no separators, no spaces.
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class IndexNeed:
+    """An index a retriever searches: `family` names the index asset (bm25_index, dense_index), `key` its partition
+    (one dense index per model and backend), `spec` what builds it."""
+
+    family: str
+    key: str
+    spec: Any = field(compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    kind: str
+    params: BaseModel
+    parts: tuple[Variant, ...] = ()  # the variants a fusion combines
+
+    def version(self) -> dict[str, Any]:
+        """The retriever part of the version tuple: name, kind and every parameter, the parts' included."""
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind, **self.params.model_dump(mode="json")}
+        if self.parts:
+            out["of"] = [part.version() for part in self.parts]
+        return out
+
+
+class Hit(Protocol):
+    """One retrieved chunk: its row in the chunk table, the score it was ranked by, and the scores of the parts."""
+
+    row: int
+    score: float
+    score_bm25: float | None
+    score_dense: float | None
+
+
+class Retriever(Protocol):
+    def search_batch(
+        self, texts: Sequence[str], depth: int, allowed: Sequence[frozenset[int] | None] | None = None
+    ) -> list[list[Any]]: ...
+
+
+@dataclass
+class BuiltIndexes:
+    """What building a retriever may use: the built index of each need, the chunk table and corpus language."""
+
+    chunks: pd.DataFrame
+    language: str
+    get: Callable[[IndexNeed], Any]
+
+
+class RetrieverKind(Protocol):
+    name: ClassVar[str]
+    Params: ClassVar[type[BaseModel]]
+    own_answers: ClassVar[bool]  # a service under test: its retrieval and answers come from one call per question
+    score_column: ClassVar[str | None]  # the per-component column its scores fill in a fusion (score_bm25, ...)
+
+    def problems(self, params: BaseModel) -> list[tuple[str, str]]:
+        """(parameter, why) for what the model's types cannot say (an address that could not be sent as written)."""
+
+    def needs(self, variant: Variant, language: str) -> list[IndexNeed]: ...
+
+    def build(self, variant: Variant, indexes: BuiltIndexes) -> Retriever:
+        """Our own retrievers: search the built indexes."""
+
+    def respond(self, variant: Variant, texts: Sequence[str], depth: int,
+                folders: Sequence[Sequence[str]] | None) -> list[Any]:
+        """A service under test (own_answers): one call per question, each a SutResponse or the exception that
+        ended the call; never raises for one question's failure."""
+
+
+KINDS: dict[str, RetrieverKind] = {}
+
+
+def register(kind: RetrieverKind) -> RetrieverKind:
+    KINDS[kind.name] = kind
+    return kind
+
+
+def kind_of(variant: Variant) -> RetrieverKind:
+    return KINDS[variant.kind]
+
+
+def needs_of(variants: Mapping[str, Variant], language: str) -> list[IndexNeed]:
+    """Every index some variant searches, once each, in a stable order."""
+    seen: dict[tuple[str, str], IndexNeed] = {}
+    for variant in variants.values():
+        for need in kind_of(variant).needs(variant, language):
+            seen.setdefault((need.family, need.key), need)
+    return [seen[key] for key in sorted(seen)]
+
+
+def own_answer_variants(variants: Mapping[str, Variant]) -> list[str]:
+    return [name for name, v in variants.items() if kind_of(v).own_answers]
+
+
+class VariantProblem(Exception):
+    """A problem of the `retrievers` configuration at a dotted key."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key, self.message = key, message
+
+
+def resolve_variants(raw: object, sections: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Variant],
+                                                                                      list[VariantProblem]]:
+    """`retrievers:` (a list of kind names, or a mapping name -> {kind, parameters}) resolved into variants, with
+    every problem found. `sections[kind]` holds the `retrieval.<kind>` values every variant of that kind starts from.
+    A fusion's `of` names other variants, or kinds (their `retrieval.<kind>` defaults)."""
+    problems: list[VariantProblem] = []
+    declared: dict[str, tuple[str, dict[str, Any], str]] = {}  # name -> (kind, overrides, dotted key)
+    if isinstance(raw, list):
+        if not raw or len(set(map(str, raw))) != len(raw):
+            problems.append(VariantProblem("retrievers", "must be a non-empty list without duplicates"))
+        for i, name in enumerate(raw):
+            if name not in KINDS:
+                problems.append(VariantProblem(f"retrievers[{i}]", f"unknown retriever {name!r}; valid: "
+                                               f"{', '.join(KINDS)} (or name variants in a mapping)"))
+            else:
+                declared[name] = (name, {}, f"retrievers[{i}]")
+    elif isinstance(raw, dict):
+        if not raw:
+            problems.append(VariantProblem("retrievers", "must name at least one retriever"))
+        for name, spec in raw.items():
+            key = f"retrievers.{name}"
+            if not isinstance(name, str) or not NAME_PATTERN.match(name):
+                problems.append(VariantProblem(key, "a retriever name is letters, digits, '_', '-' or '.' "
+                                               "(at most 64, not starting with '-' or '.')"))
+                continue
+            if not isinstance(spec, dict) or "kind" not in spec:
+                problems.append(VariantProblem(key, f"expected a mapping with `kind` (one of {', '.join(KINDS)})"))
+                continue
+            overrides = dict(spec)
+            kind = overrides.pop("kind")
+            if kind not in KINDS:
+                problems.append(VariantProblem(f"{key}.kind", f"{kind!r} is not one of {', '.join(KINDS)}"))
+                continue
+            declared[name] = (kind, overrides, key)
+    else:
+        problems.append(VariantProblem("retrievers", f"expected a list or a mapping, got {type(raw).__name__}"))
+
+    resolved: dict[str, Variant] = {}
+
+    def params_of(kind: str, overrides: dict[str, Any], key: str) -> BaseModel | None:
+        try:
+            params = KINDS[kind].Params(**{**sections.get(kind, {}), **overrides})
+        except ValidationError as exc:
+            for error in exc.errors():
+                field_name = str(error["loc"][0]) if error["loc"] else ""
+                # A value the variant set is its own problem; one it inherited belongs to retrieval.<kind>.
+                where = key if not field_name or field_name in overrides else f"retrieval.{kind}"
+                dotted = ".".join([where, *(str(p) for p in error["loc"])])
+                problems.append(VariantProblem(dotted, _message(error, KINDS[kind].Params)))
+            return None
+        found = KINDS[kind].problems(params)
+        for field_name, why in found:
+            where = key if field_name in overrides else f"retrieval.{kind}"
+            problems.append(VariantProblem(f"{where}.{field_name}", why))
+        return None if found else params
+
+    def resolve(name: str, trail: tuple[str, ...]) -> Variant | None:
+        if name in resolved:
+            return resolved[name]
+        kind, overrides, key = declared[name] if name in declared else (name, {}, f"retrieval.{name}")
+        params = params_of(kind, overrides, key)
+        if params is None:
+            return None
+        parts: list[Variant] = []
+        for i, part in enumerate(getattr(params, "of", None) or ()):
+            at = f"{key}.of[{i}]"
+            if part in trail:
+                problems.append(VariantProblem(at, f"{part!r} fuses itself"))
+            elif part not in declared and part not in KINDS:
+                problems.append(VariantProblem(at, f"{part!r} is neither a retriever of this file nor a kind "
+                                               f"({', '.join(KINDS)})"))
+            else:
+                got = resolve(part, trail + (part,))
+                if got is not None and KINDS[got.kind].score_column is None:
+                    problems.append(VariantProblem(at, f"{part!r} ({got.kind}) cannot be fused: it gives no score "
+                                                   "of its own"))
+                elif got is not None:
+                    parts.append(got)
+        columns = [KINDS[p.kind].score_column for p in parts]
+        if len(set(columns)) != len(columns):
+            problems.append(VariantProblem(f"{key}.of", "a fusion combines one lexical and one dense retriever"))
+        variant = Variant(name, kind, params, tuple(parts))
+        if name in declared:
+            resolved[name] = variant
+        return variant
+
+    variants = {name: v for name in declared if (v := resolve(name, (name,))) is not None}
+    return variants, problems
+
+
+def _message(error: dict[str, Any], model: type[BaseModel]) -> str:
+    if error["type"] == "extra_forbidden":
+        return f"unknown key; valid keys: {', '.join(model.model_fields)}"
+    if error["type"] == "literal_error":
+        return f"{error['input']!r} is not one of {error['ctx']['expected'].replace(' or ', ', ')}"
+    return error["msg"]
