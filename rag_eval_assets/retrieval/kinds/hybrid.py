@@ -14,7 +14,7 @@ from rag_eval_assets.retrieval.retrievers import HybridRetriever
 class HybridParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    of: tuple[str, str] = ("bm25", "dense")
+    of: list[str] = Field(default_factory=lambda: ["bm25", "dense"], min_length=2, max_length=2)
     method: Literal["rrf", "convex"] = "rrf"
     rrf_k: int = Field(60, ge=1)
     alpha: float = Field(0.5, ge=0, le=1)  # convex: weight of the lexical side

@@ -1,0 +1,107 @@
+"""Retrievers as a registry: named variants in rag_eval.yaml, indexes only for what the variants use, and a kind
+added from outside the library (this file) that runs through the pipeline."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from rag_eval_assets.defs.jobs import run_pipeline
+from rag_eval_assets.definitions import build_defs
+from rag_eval_assets.errors import InputError
+from rag_eval_assets.settings import load_settings
+from rag_eval_assets_tests.sample_config import REPO, write_sample_config
+
+VARIANTS = (
+    "retrievers:\n"
+    "  bm25: {kind: bm25}\n"
+    "  bm25_tuned: {kind: bm25, k1: 1.2, b: 0.75}\n"
+    "  minilm: {kind: dense, model: all-MiniLM-L6-v2}\n"
+    "  use: {kind: dense, model: use-multilingual-v3}\n"
+    "  hybrid_use: {kind: hybrid, of: [bm25, use], method: convex, alpha: 0.3}\n"
+)
+
+
+def test_named_variants_resolve_with_their_parameters(tmp_path):
+    s = load_settings(write_sample_config(tmp_path, VARIANTS))
+    assert s.retrievers == ("bm25", "bm25_tuned", "minilm", "use", "hybrid_use")
+    assert (s.variants["bm25"].params.k1, s.variants["bm25"].params.b) == (0.9, 0.4)  # retrieval.bm25's defaults
+    assert (s.variants["bm25_tuned"].params.k1, s.variants["bm25_tuned"].params.b) == (1.2, 0.75)
+    hybrid = s.variants["hybrid_use"]
+    assert [p.name for p in hybrid.parts] == ["bm25", "use"]
+    assert hybrid.version()["of"][1] == {"name": "use", "kind": "dense", "model": "use-multilingual-v3"}
+
+
+def test_the_short_list_keeps_its_meaning(tmp_path):
+    s = load_settings(write_sample_config(tmp_path, "retrievers: [bm25, hybrid]\nretrieval: {bm25: {k1: 1.5}}\n"))
+    assert s.retrievers == ("bm25", "hybrid")
+    assert s.variants["bm25"].params.k1 == 1.5
+    assert [(p.name, p.kind) for p in s.variants["hybrid"].parts] == [("bm25", "bm25"), ("dense", "dense")]
+
+
+def test_variant_errors_name_the_dotted_key_and_the_choices(tmp_path):
+    bad = write_sample_config(tmp_path, (
+        "retrievers:\n"
+        "  tuned: {kind: bm25, b: 1.5, k: 3}\n"
+        "  odd: {kind: splade}\n"
+        "  mix: {kind: hybrid, of: [tuned, nowhere], method: max}\n"
+        "  'a/b': {kind: bm25}\n"
+    ))
+    with pytest.raises(InputError) as info:
+        load_settings(bad)
+    found = {(p.field, p.message) for p in info.value.problems}
+    assert ("retrievers.tuned.b", "Input should be less than or equal to 1") in found
+    assert ("retrievers.tuned.k", "unknown key; valid keys: k1, b, variant") in found
+    assert ("retrievers.odd.kind", "'splade' is not one of bm25, dense, hybrid, http") in found
+    assert ("retrievers.mix.method", "'max' is not one of 'rrf', 'convex'") in found
+    assert any(f == "retrievers.a/b" for f, _ in found)
+
+
+def test_two_bm25_settings_and_two_models_compare_in_one_run(tmp_path):
+    config = write_sample_config(tmp_path, VARIANTS + "k_values: [1, 5]\nanswering: {k_values: [5]}\n")
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+        steps = list(run_pipeline(build_defs(config), load_settings(config), instance))
+        assert all(s.result.success for s in steps), [s.job for s in steps if not s.result.success]
+        built = {e.materialization.asset_key.to_user_string(): e.materialization
+                 for s in steps for e in s.result.get_asset_materialization_events()}
+    # One bm25 index shared by both BM25 variants, one dense index per model.
+    assert {k for k in built if "index" in k} == {"bm25_index", "dense_index/all-MiniLM-L6-v2",
+                                                 "dense_index/use-multilingual-v3"}
+    assets = tmp_path / "store" / "assets"
+    plain = pd.read_parquet(assets / "retrieval_results" / "retriever=bm25.parquet")
+    tuned = pd.read_parquet(assets / "retrieval_results" / "retriever=bm25_tuned.parquet")
+    assert not plain["score"].equals(tuned["score"])  # k1 and b really differ
+    table = pd.read_parquet(assets / "retrieval_metrics.parquet")
+    assert set(table["retriever"]) == {"bm25", "bm25_tuned", "minilm", "use", "hybrid_use"}
+    run_dir = next((tmp_path / "store" / "runs").iterdir())
+    config_json = json.loads((run_dir / "config.json").read_text())
+    recorded = json.dumps(config_json)
+    assert '"k1": 1.2' in recorded and "use-multilingual-v3" in recorded
+
+
+def test_a_bm25_only_configuration_never_imports_torch(tmp_path):
+    """In a fresh interpreter: the whole pipeline runs, and neither torch nor an encoder library is imported."""
+    script = (
+        "import sys, dagster as dg\n"
+        "from pathlib import Path\n"
+        "from rag_eval_assets.defs.jobs import run_pipeline\n"
+        "from rag_eval_assets.definitions import build_defs\n"
+        "from rag_eval_assets.settings import load_settings\n"
+        "from rag_eval_assets_tests.sample_config import write_sample_config\n"
+        "tmp = Path(sys.argv[1])\n"
+        "config = write_sample_config(tmp, 'retrievers: [bm25]\\nk_values: [1, 5]\\nanswering: {k_values: [5]}\\n')\n"
+        "with dg.instance_for_test(temp_dir=str(tmp / 'home')) as instance:\n"
+        "    steps = list(run_pipeline(build_defs(config), load_settings(config), instance))\n"
+        "print(all(s.result.success for s in steps), sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'torch', 'sentence_transformers', 'transformers'}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=REPO, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "True []"
