@@ -65,6 +65,7 @@ def test_variant_errors_name_the_dotted_key_and_the_choices(tmp_path):
 
 def test_two_bm25_settings_and_two_models_compare_in_one_run(tmp_path):
     config = write_sample_config(tmp_path, VARIANTS + "k_values: [1, 5]\nanswering: {k_values: [5]}\n")
+    (tmp_path / "home").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
         steps = list(run_pipeline(build_defs(config), load_settings(config), instance))
         assert all(s.result.success for s in steps), [s.job for s in steps if not s.result.success]
@@ -95,6 +96,7 @@ def test_a_bm25_only_configuration_never_imports_torch(tmp_path):
         "from rag_eval_assets.settings import load_settings\n"
         "from rag_eval_assets_tests.sample_config import write_sample_config\n"
         "tmp = Path(sys.argv[1])\n"
+        "(tmp / 'home').mkdir()\n"
         "config = write_sample_config(tmp, 'retrievers: [bm25]\\nk_values: [1, 5]\\nanswering: {k_values: [5]}\\n')\n"
         "with dg.instance_for_test(temp_dir=str(tmp / 'home')) as instance:\n"
         "    steps = list(run_pipeline(build_defs(config), load_settings(config), instance))\n"

@@ -1,6 +1,7 @@
 """Indexes, per-retriever results (one partition per retriever) and retrieval metric tables."""
 
 import json
+import re
 import time
 
 import dagster as dg
@@ -84,7 +85,8 @@ def _dense_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
 
 
 def _index_input(need: IndexNeed) -> str:
-    return need.family if need.family == BM25_INDEX else f"{DENSE_INDEX}__{need.key}"
+    """The input name of an index: an identifier, whatever characters the model's name has."""
+    return need.family if need.family == BM25_INDEX else re.sub(r"\W", "_", f"{DENSE_INDEX}__{need.key}")
 
 
 def _search(
