@@ -44,6 +44,7 @@ class EvalsetSettings:
     name: str
     path: Path
     format: str | None = None
+    strict_gold: bool = False  # gold that resolves to nothing fails the gold_resolves check as ERROR, stopping the run
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,7 @@ _SECTIONS = {
 }
 _SECTION_KEYS = {
     "corpus": {"id": str, "path": str, "language": str},
-    "evalset": {"name": str, "path": str, "format": (str, type(None))},
+    "evalset": {"name": str, "path": str, "format": (str, type(None)), "strict_gold": bool},
     "chunking": {"chunk_size_chars": int, "overlap_chars": int},
     "dev_subset": {"size": int, "seed": int},
 }
@@ -320,7 +321,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         for key, value in values.items():
             if key not in keys:
                 bad(f"{section}.{key}", f"unknown key; valid keys: {', '.join(keys)}")
-            elif not isinstance(value, keys[key]) or isinstance(value, bool):
+            elif not isinstance(value, keys[key]) or (isinstance(value, bool) and keys[key] is not bool):
                 bad(f"{section}.{key}", f"wrong type {type(value).__name__}")
         for key in _REQUIRED.get(section, ()):
             if key not in values:
@@ -399,7 +400,9 @@ def load_settings(path: str | Path | None = None) -> Settings:
         config_file=config_file,
         storage_dir=storage_dir,
         corpus=CorpusSettings(corpus["id"], resolve(corpus["path"]), corpus.get("language", "multi")),
-        evalset=EvalsetSettings(evalset["name"], resolve(evalset["path"]), evalset.get("format")),
+        evalset=EvalsetSettings(
+            evalset["name"], resolve(evalset["path"]), evalset.get("format"), evalset.get("strict_gold", False)
+        ),
         chunking=ChunkingSettings(**data.get("chunking", {})),
         dev_subset=DevSubsetSettings(**data.get("dev_subset", {})),
         retrievers=tuple(variants),

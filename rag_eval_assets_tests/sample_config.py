@@ -8,14 +8,15 @@ SAMPLE_EVALSET = SAMPLE / "evalsets" / "eval_set.jsonl"
 
 
 def write_sample_config(directory: Path, extra: str = "", *, evalset: Path = SAMPLE_EVALSET,
-                        name: str = "sample_eval_set") -> Path:
-    """`directory`/rag_eval.yaml: the sample corpus and `evalset` (frozen as `name`), storage under
-    `directory`/store, plus `extra` YAML lines (retrievers, k_values, answering, llm, ...)."""
+                        name: str = "sample_eval_set", corpus: Path = SAMPLE / "corpus",
+                        strict_gold: bool = False) -> Path:
+    """`directory`/rag_eval.yaml: `corpus` (the sample's by default) and `evalset` (frozen as `name`, with
+    `strict_gold`), storage under `directory`/store, plus `extra` YAML lines (retrievers, k_values, llm, ...)."""
     path = directory / "rag_eval.yaml"
     path.write_text(
         f"storage_dir: {directory / 'store'}\n"
-        f"corpus: {{id: sample, path: {SAMPLE / 'corpus'}}}\n"
-        f"evalset: {{name: {name}, path: {evalset}}}\n" + extra,
+        f"corpus: {{id: sample, path: {corpus}}}\n"
+        f"evalset: {{name: {name}, path: {evalset}{', strict_gold: true' if strict_gold else ''}}}\n" + extra,
         encoding="utf-8",
     )
     return path

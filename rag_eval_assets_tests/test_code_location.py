@@ -44,6 +44,7 @@ def test_dg_cli_lists_the_assets(tmp_path):
     assert {c["key"] for c in listed["asset_checks"]} == {
         "chunks:chunks_schema",
         "evalset:frozen_version_unchanged",
+        "gold_labels:gold_resolves",
         "run_comparison:invariants_match",
         "run_comparison:quality_gate",
         "answer_metrics_per_query:json_v2_dev_gate",

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -7,8 +8,16 @@ import pandas as pd
 import pytest
 
 from rag_eval_assets.corpus.chunking import ChunkerParams, chunk_documents
-from rag_eval_assets.corpus.gold import GOLD_COLUMNS, resolve_gold, resolve_gold_report
+from rag_eval_assets.corpus.gold import (
+    GOLD_COLUMNS,
+    UnresolvedGold,
+    resolve_gold,
+    resolve_gold_report,
+    unresolved_summary,
+    with_resolved_support_groups,
+)
 from rag_eval_assets.corpus.load import load_corpus
+from rag_eval_assets.evalset.load import load_evalset
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.evalset.schema import GoldSupport, Question, SourceRef
 from rag_eval_assets_tests.test_corpus_pdf import write_pdf
@@ -100,7 +109,8 @@ def test_doc_ids_chunk_ids_and_source_map(chunks: pd.DataFrame) -> None:
             ),
         ),
     ]
-    gold, report = resolve_gold_report(questions, chunks)
+    resolution = resolve_gold_report(questions, chunks)
+    gold = resolution.gold
 
     docs = gold[gold["query_id"] == "docs"]
     assert docs["chunk_id"].tolist() == _ids(chunks, chunks["doc_id"].isin([TAXES, CHINESE]))  # each chunk once
@@ -120,7 +130,8 @@ def test_doc_ids_chunk_ids_and_source_map(chunks: pd.DataFrame) -> None:
     page3 = (chunks["rel_path"] == REPORT) & (chunks["page"] == 3)
     assert source_map.loc[source_map["support_index"] == 2, "chunk_id"].tolist() == _ids(chunks, page3)
 
-    assert report == {
+    assert resolution.unresolved == [] and resolution.unscored == []
+    assert resolution.counts == {
         "gold_supports": 0,
         "source_map": len(source_map),
         "gold_doc_ids": len(docs),
@@ -142,11 +153,11 @@ def test_qrels_keep_their_grade_and_empty_documents_are_counted() -> None:
     ]
 
     judged_empty = Question(id="2", question="q", format="beir", qrels={"3": 1, "4": 1})
-    with pytest.raises(InputError, match=r"no document has id\(s\) \['3'\]"):
+    with pytest.raises(InputError, match=r"no document has id '3' \(judged with grade 1\)"):
         resolve_gold([judged_empty], chunks)
-    gold, report = resolve_gold_report([judged_empty], chunks, corpus_doc_ids=[d.doc_id for d in docs])
-    assert gold["doc_id"].tolist() == ["4"]
-    assert report["empty_doc_refs"] == 1
+    resolution = resolve_gold_report([judged_empty], chunks, corpus_doc_ids=[d.doc_id for d in docs])
+    assert resolution.gold["doc_id"].tolist() == ["4"]
+    assert resolution.counts["empty_doc_refs"] == 1 and resolution.unresolved == []
 
 
 def test_negative_questions_have_no_rows(chunks: pd.DataFrame) -> None:
@@ -191,8 +202,8 @@ def test_every_unresolved_label_is_reported_at_once(corpus_root: Path, tmp_path:
         ("eval.jsonl", 4, "gold_supports[1]"),
         ("eval.jsonl", 4, "gold_supports[2]"),
         ("eval.jsonl", 4, "gold_supports[3]"),
-        ("eval.jsonl", 7, "gold_doc_ids"),
-        ("eval.jsonl", 7, "gold_chunk_ids"),
+        ("eval.jsonl", 7, "gold_doc_ids[1]"),
+        ("eval.jsonl", 7, "gold_chunk_ids[0]"),
         ("eval.jsonl", 9, "source_map[0]"),
         ("eval.jsonl", 9, "source_map[1]"),
         ("eval.jsonl", 9, "source_map[2]"),
@@ -202,12 +213,12 @@ def test_every_unresolved_label_is_reported_at_once(corpus_root: Path, tmp_path:
     assert "'Software/Missing.md'" in messages[0]
     assert "heading_path 'Go'" in messages[1]
     assert "never written" in messages[2]
-    assert "['nope.md']" in messages[3]
-    assert "['feedfacefeedface']" in messages[4]
+    assert "'nope.md'" in messages[3]
+    assert "'feedfacefeedface'" in messages[4]
     assert "ambiguous" in messages[5] and "中文/说明.txt" in messages[5]
     assert "page 4" in messages[6]
     assert "no such words" in messages[7]
-    assert "['ghost']" in messages[8]
+    assert "'ghost'" in messages[8]
 
 
 def test_snippet_cut_by_a_chunk_boundary_is_explained(corpus_root: Path, chunks: pd.DataFrame) -> None:
@@ -264,7 +275,9 @@ def test_anchored_labels_survive_rechunking_and_chunk_ids_go_stale(corpus_root: 
     assert all(q.gold_chunk_ids for q in questions[:3])
 
     for params, chunks in zip(SIZES, by_size):
-        gold, report = resolve_gold_report(questions, chunks)
+        resolution = resolve_gold_report(questions, chunks)
+        gold, report = resolution.gold, resolution.counts
+        assert resolution.unresolved == []  # stale ids of anchored questions are counted, not unresolved
         resolved = set(gold[["query_id", "source", "support_index"]].itertuples(index=False, name=None))
         assert anchored <= resolved, f"an anchored label found no chunk at {params}"
 
@@ -279,3 +292,129 @@ def test_anchored_labels_survive_rechunking_and_chunk_ids_go_stale(corpus_root: 
             bare = [_q("bare", 9, gold_chunk_ids=tuple(sorted(stale)))]
             with pytest.raises(InputError, match="no chunk has id"):
                 resolve_gold(bare, chunks)
+
+
+def _edited_vault(corpus_root: Path, tmp_path: Path) -> pd.DataFrame:
+    """The vault after an author renamed the tax note and the Golang heading: labels written before go stale."""
+    root = tmp_path / "vault"
+    shutil.copytree(corpus_root, root)
+    (root / TAXES).rename(root / "Налоги/Вычеты 2024.md")
+    note = root / LEETCODE
+    text = note.read_text(encoding="utf-8")
+    note.write_text(text.replace("# Golang Tips & Oddities", "# Go Tips"), encoding="utf-8")
+    return chunk_documents(load_corpus(root), "vault", ChunkerParams(200, 40))
+
+
+def test_stale_gold_supports_are_listed_and_the_rest_still_resolves(
+    corpus_root: Path, chunks: pd.DataFrame, tmp_path: Path
+) -> None:
+    questions = [
+        _q(
+            "partly",
+            1,
+            gold_supports=(
+                GoldSupport(LEETCODE, "Python Tips", ("default",)),
+                GoldSupport(TAXES, "Налоговые вычеты > Имущественный вычет", ("три миллиона рублей",)),
+                GoldSupport(LEETCODE, "# Golang Tips & Oddities", ("no built in string sort",)),
+            ),
+            required_support_groups=((0, 1), (2,)),
+        ),
+        _q("gone", 2, gold_supports=(GoldSupport(TAXES, ""),), required_support_groups=((0,),)),
+    ]
+    before = resolve_gold_report(questions, chunks, strict=False)
+    assert before.unresolved == [] and set(before.gold["support_index"]) == {0, 1, 2}
+
+    edited = _edited_vault(corpus_root, tmp_path)
+    with pytest.raises(InputError):  # strict, as `rag-eval export-qrels` resolves
+        resolve_gold(questions, edited)
+    after = resolve_gold_report(questions, edited, strict=False)
+    assert after.unresolved == [
+        UnresolvedGold("partly", "gold_supports[1]", f"rel_path {TAXES!r} names no document with chunks",
+                       "eval.jsonl", 1),
+        UnresolvedGold("partly", "gold_supports[2]",
+                       f"no chunk of {LEETCODE!r} is under heading_path '# Golang Tips & Oddities'", "eval.jsonl", 1),
+        UnresolvedGold("gone", "gold_supports[0]", f"rel_path {TAXES!r} names no document with chunks",
+                       "eval.jsonl", 2),
+    ]
+    # What resolved is scored as before: the Python support's chunks, exactly.
+    partly = after.gold[after.gold["query_id"] == "partly"]
+    python = before.gold[(before.gold["query_id"] == "partly") & (before.gold["support_index"] == 0)]
+    assert set(partly["support_index"]) == {0}
+    assert sorted(partly["chunk_id"]) == sorted(python["chunk_id"])
+    assert after.unscored == ["gone"]
+
+    # recall_all's groups keep only resolved supports: (0, 1) needs 0 alone now, (2,) is gone, and "gone" falls back
+    # to the default (no groups).
+    narrowed = with_resolved_support_groups(questions, after.gold)
+    assert [q.required_support_groups for q in narrowed] == [((0,),), None]
+    assert with_resolved_support_groups(questions, before.gold) == questions
+
+    document = after.unresolved_document()
+    assert json.loads(json.dumps(document)) == document
+    assert document["unscored_questions"] == ["gone"]
+    assert unresolved_summary(document) == (
+        "3 gold labels of 2 questions resolve to nothing in the corpus. Each question is scored on the labels that "
+        "did resolve; 1 question with no resolved label at all (gone) is left out of every metric that needs gold "
+        "(the retrieval metrics among them), as unlabelled questions are."
+    )
+
+
+def test_stale_chunk_ids_without_anchors_are_listed_one_by_one(corpus_root: Path) -> None:
+    docs = load_corpus(corpus_root)
+    first, second = (chunk_documents(docs, "vault", params) for params in SIZES[:2])
+    taxes = first.loc[first["rel_path"] == TAXES, "chunk_id"].tolist()
+    kept = sorted(set(taxes) & set(second["chunk_id"]))
+    stale = [c for c in taxes if c not in set(second["chunk_id"])]
+    assert kept and len(stale) >= 2, "the sizes must keep one tax chunk id and change others"
+    questions = [
+        _q("mixed", 3, gold_chunk_ids=(stale[0], kept[0], stale[1])),
+        _q("all stale", 4, gold_chunk_ids=tuple(stale)),
+        _q("anchored", 5, gold_supports=(GoldSupport(TAXES, ""),), gold_chunk_ids=tuple(stale)),
+    ]
+    resolution = resolve_gold_report(questions, second, strict=False)
+    assert [(u.query_id, u.support, u.why, u.line) for u in resolution.unresolved] == [
+        ("mixed", "gold_chunk_ids[0]", f"no chunk has id {stale[0]!r}", 3),
+        ("mixed", "gold_chunk_ids[2]", f"no chunk has id {stale[1]!r}", 3),
+        *[("all stale", f"gold_chunk_ids[{i}]", f"no chunk has id {c!r}", 4) for i, c in enumerate(stale)],
+    ]
+    gold = resolution.gold
+    assert gold.loc[gold["query_id"] == "mixed", "chunk_id"].tolist() == [kept[0]]
+    assert resolution.unscored == ["all stale"]
+    # Anchors that resolve make the question's stale chunk ids a re-chunking artefact: counted, not listed.
+    assert resolution.counts["stale_chunk_ids"] == len(stale)
+
+
+def test_stale_seed003_source_map_entries_are_listed(corpus_root: Path, tmp_path: Path) -> None:
+    def entry(question: str, source_map: list[dict]) -> dict:
+        answer = {"target_audience": "staff", "main_topic": "report", "sub_topic": "risks",
+                  "detailed_description": ["-"], "original_evidence": "-", "predicted_questions": ["-"]}
+        return {"question": question, "expected": {"answer_example": answer, "source_map": source_map}}
+
+    path = tmp_path / "question_v2.json"
+    path.write_text(json.dumps([
+        entry("What are the risks?", [
+            {"file": REPORT, "page": 2, "anchors": ["currency exposure"]},
+            {"file": "reports/annual-2023.pdf", "anchors": ["currency exposure"]},  # the file was renamed
+            {"refs": [{"file": REPORT, "page": 4}]},  # the report has three pages
+        ]),
+        entry("What is frozen?", [{"file": "说明.txt", "anchors": ["a sentence that was rewritten"]}]),
+    ], ensure_ascii=False), encoding="utf-8")
+    questions = load_evalset(path, "seed003")
+    chunks = chunk_documents(load_corpus(corpus_root), "vault", ChunkerParams(200, 40))
+
+    resolution = resolve_gold_report(questions, chunks, strict=False)
+    assert [(u.query_id, u.support, u.file, u.line) for u in resolution.unresolved] == [
+        ("q0000", "source_map[1]", str(path), 0),
+        ("q0000", "source_map[2]", str(path), 0),
+        ("q0001", "source_map[0]", str(path), 1),
+    ]
+    whys = [u.why for u in resolution.unresolved]
+    assert whys[0] == "file 'reports/annual-2023.pdf' names no document with chunks"
+    assert whys[1] == f"no chunk of {REPORT!r} is on page 4"
+    assert "a sentence that was rewritten" in whys[2] and CHINESE in whys[2]
+    page2 = (chunks["rel_path"] == REPORT) & (chunks["page"] == 2)
+    flat_text = chunks["text"].str.replace(r"\s+", " ", regex=True)
+    expected = _ids(chunks, page2 & flat_text.str.contains("currency exposure"))
+    assert resolution.gold[["query_id", "support_index"]].drop_duplicates().values.tolist() == [["q0000", 0]]
+    assert resolution.gold["chunk_id"].tolist() == expected
+    assert resolution.unscored == ["q0001"]

@@ -74,7 +74,9 @@ def test_inputs_materialize_with_versions_and_row_counts(tmp_path, instance):
                   if line.strip() and json.loads(line).get("answerable", True) and json.loads(line).get("gold_supports")}
     assert answerable <= set(gold["query_id"])
     checks = {(e.check_name, e.passed) for e in result.get_asset_check_evaluations()}
-    assert checks == {("frozen_version_unchanged", True), ("chunks_schema", True)}
+    assert checks == {("frozen_version_unchanged", True), ("chunks_schema", True), ("gold_resolves", True)}
+    assert _materialization(result, "gold_labels").metadata["unresolved_gold"].value == {
+        "labels": [], "unscored_questions": []}
 
 
 def test_changed_evalset_under_same_name_fails_blocking_check(tmp_path, instance):

@@ -91,7 +91,8 @@ def test_every_evalset_loads_in_its_own_format(loaded):
 
 def test_every_gold_label_resolves_against_the_chunked_corpus(loaded, chunks):
     for name, result in loaded.items():
-        gold, counts = resolve_gold_report(result.questions, chunks)  # raises on a label pointing nowhere
+        resolution = resolve_gold_report(result.questions, chunks)  # raises on a label pointing nowhere
+        gold, counts = resolution.gold, resolution.counts
         # Seed 000 scores answers by rules and has no retrieval gold; everywhere else every answerable
         # question has some.
         with_gold = set() if name == "questions.jsonl" else {q.id for q in result.questions if not q.is_negative}

@@ -7,9 +7,12 @@ chunk text they hashed is unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -21,6 +24,68 @@ GOLD_COLUMNS = ("query_id", "chunk_id", "doc_id", "grade", "support_index", "sou
 SOURCES = ("gold_supports", "source_map", "gold_doc_ids", "gold_chunk_ids", "qrels")
 
 
+@dataclass(frozen=True)
+class UnresolvedGold:
+    """One label that resolves to nothing in the corpus: its question, the label as its field names it
+    (`gold_supports[0]`, `source_map[1]`, `gold_chunk_ids[2]`, `gold_doc_ids[0]`, `qrels`) and why."""
+
+    query_id: str
+    support: str
+    why: str
+    file: str
+    line: int | None
+
+    def problem(self) -> InputProblem:
+        return InputProblem(self.file, self.line, self.support, self.why)
+
+
+@dataclass(frozen=True)
+class GoldResolution:
+    """The gold rows (GOLD_COLUMNS), counts per source plus `stale_chunk_ids` and `empty_doc_refs`, the labels
+    that resolved to nothing, and the questions none of whose labels resolved (`unscored`)."""
+
+    gold: pd.DataFrame
+    counts: dict[str, int]
+    unresolved: list[UnresolvedGold]
+
+    @property
+    def unscored(self) -> list[str]:
+        """Questions with unresolved labels and no gold row: the metrics treat them as unlabelled."""
+        with_gold = set(self.gold["query_id"])
+        return list(dict.fromkeys(u.query_id for u in self.unresolved if u.query_id not in with_gold))
+
+    def unresolved_document(self) -> dict[str, Any]:
+        """The unresolved labels as JSON, as gold_labels' metadata and a run's metrics.json keep them."""
+        return {"labels": [dataclasses.asdict(u) for u in self.unresolved], "unscored_questions": self.unscored}
+
+
+def unresolved_count(document: Mapping[str, Any]) -> str:
+    """How many labels of how many questions an `unresolved_document` lists, as a sentence."""
+    labels = document["labels"]
+    questions = len({label["query_id"] for label in labels})
+    return (
+        f"{_count(len(labels), 'gold label')} of {_count(questions, 'question')} "
+        f"{'resolves' if len(labels) == 1 else 'resolve'} to nothing in the corpus."
+    )
+
+
+def unresolved_summary(document: Mapping[str, Any]) -> str:
+    """The count, then how the run scores the questions: the words the check and the reports use."""
+    unscored = document["unscored_questions"]
+    text = unresolved_count(document) + " Each question is scored on the labels that did resolve"
+    if unscored:
+        text += (
+            f"; {_count(len(unscored), 'question')} with no resolved label at all ({', '.join(unscored)}) "
+            f"{'is' if len(unscored) == 1 else 'are'} left out of every metric that needs gold (the retrieval "
+            "metrics among them), as unlabelled questions are"
+        )
+    return text + "."
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def resolve_gold(
     questions: list[Question],
     chunks: pd.DataFrame,
@@ -28,8 +93,7 @@ def resolve_gold(
     strict: bool = True,
 ) -> pd.DataFrame:
     """The gold rows (GOLD_COLUMNS) of `questions` over `chunks`; see `resolve_gold_report`."""
-    gold, _ = resolve_gold_report(questions, chunks, corpus_doc_ids, strict)
-    return gold
+    return resolve_gold_report(questions, chunks, corpus_doc_ids, strict).gold
 
 
 def resolve_gold_report(
@@ -37,8 +101,8 @@ def resolve_gold_report(
     chunks: pd.DataFrame,
     corpus_doc_ids: Collection[str] | None = None,
     strict: bool = True,
-) -> tuple[pd.DataFrame, dict[str, int]]:
-    """Gold rows plus counts: rows per source, `stale_chunk_ids` and `empty_doc_refs` (see below).
+) -> GoldResolution:
+    """Gold rows, counts and the labels that resolved to nothing (see GoldResolution).
 
     One row per (query, chunk, source, support_index); grade is 1 except for qrels, which carry
     their own grade (only grade > 0). Negative and unanswerable questions get no rows.
@@ -56,36 +120,55 @@ def resolve_gold_report(
     Snippets and anchors are compared case-insensitively (casefold) with runs of whitespace
     collapsed to one space, so line wrapping in a chunk or a label does not hide a match.
 
-    Gold that points at no document, chunk or anchor is an error, collected over all questions
-    and raised as one InputError naming the question's file, line and field. The exception is
-    what makes labels survive re-chunking: gold_chunk_ids that match no chunk are dropped (and
-    counted as stale_chunk_ids) when the same question's anchors resolve to at least one chunk.
+    A label that points at no document, chunk or anchor is unresolved: one UnresolvedGold each,
+    naming the question's file, line and field; with `strict` they are raised together as one
+    InputError. The exception is what makes labels survive re-chunking: gold_chunk_ids that match
+    no chunk are dropped (and counted as stale_chunk_ids), not unresolved, when the same
+    question's anchors resolve to at least one chunk.
 
     `corpus_doc_ids`, every document id of the corpus, tells a document that exists but has no
     chunk (empty text: Cranfield has two, and qrels may judge such documents) from an unknown
     one: gold_doc_ids and qrels naming it give no rows and are counted as empty_doc_refs rather
-    than failing. Without it, only documents with chunks are known.
+    than being unresolved. Without it, only documents with chunks are known.
 
-    `strict=False` resolves against a partial view of the corpus (the chunks a service under test returned):
-    labels that match nothing there are simply unmatched, not errors.
+    `strict=False` also serves a partial view of the corpus (the chunks a service under test
+    returned): labels that match nothing there are simply unmatched.
     """
     index = _ChunkIndex(chunks)
     known_docs = set(index.by_doc) if corpus_doc_ids is None else set(corpus_doc_ids)
     counts = dict.fromkeys((*SOURCES, "stale_chunk_ids", "empty_doc_refs"), 0)
     rows: list[tuple[str, str, str, int, int, str]] = []
-    problems: list[InputProblem] = []
+    unresolved: list[UnresolvedGold] = []
     for q in questions:
         if not q.is_negative:
-            _resolve_question(q, index, known_docs, rows, problems, counts)
-    if problems and strict:
-        raise InputError(problems)
+            _resolve_question(q, index, known_docs, rows, unresolved, counts)
+    if unresolved and strict:
+        raise InputError([u.problem() for u in unresolved])
 
     gold = pd.DataFrame(rows, columns=list(GOLD_COLUMNS)).drop_duplicates(ignore_index=True)
     dtypes = {"grade": "int64", "support_index": "int64"}
     gold = gold.astype({column: dtypes.get(column, "str") for column in GOLD_COLUMNS})
     for source, n in gold["source"].value_counts().items():
         counts[source] = int(n)
-    return gold, counts
+    return GoldResolution(gold, counts, unresolved)
+
+
+def with_resolved_support_groups(questions: list[Question], gold: pd.DataFrame) -> list[Question]:
+    """`questions` whose required_support_groups name only supports with a row in `gold`, so that a support that
+    resolved to nothing does not make its group impossible to satisfy: a group left empty goes, and with no group
+    left the question falls back to one group of every resolved support."""
+    supports = gold[(gold["source"] == "gold_supports") & (gold["support_index"] >= 0)]
+    resolved = {q: set(map(int, s)) for q, s in supports.groupby("query_id")["support_index"]}
+    out = []
+    for q in questions:
+        if q.required_support_groups is not None:
+            kept = resolved.get(q.id, set())
+            narrowed = (tuple(i for i in group if i in kept) for group in q.required_support_groups)
+            groups = tuple(g for g in narrowed if g)
+            if groups != q.required_support_groups:
+                q = dataclasses.replace(q, required_support_groups=groups or None)
+        out.append(q)
+    return out
 
 
 def _resolve_question(
@@ -93,16 +176,16 @@ def _resolve_question(
     index: _ChunkIndex,
     known_docs: set[str],
     rows: list[tuple[str, str, str, int, int, str]],
-    problems: list[InputProblem],
+    unresolved: list[UnresolvedGold],
     counts: dict[str, int],
 ) -> None:
-    """Append q's gold rows to `rows`, its problems to `problems`, its stale/empty counts to `counts`."""
+    """Append q's gold rows to `rows`, its unresolved labels to `unresolved`, its stale/empty counts to `counts`."""
 
     def add(positions: list[int], source: str, support_index: int = -1, grade: int = 1) -> None:
         rows.extend((q.id, index.chunk_ids[p], index.doc_ids[p], grade, support_index, source) for p in positions)
 
     def problem(field: str, message: str) -> None:
-        problems.append(InputProblem(q.source_file, q.source_line, field, message))
+        unresolved.append(UnresolvedGold(q.id, field, message, q.source_file, q.source_line))
 
     def unknown(doc_ids: list[str]) -> list[str]:
         """The doc ids without chunks that are not known (empty) documents; the known are counted."""
@@ -125,21 +208,22 @@ def _resolve_question(
         anchored_rows += len(positions)
 
     doc_ids = list(dict.fromkeys(q.gold_doc_ids))
-    if missing := unknown(doc_ids):
-        problem("gold_doc_ids", f"no document has id(s) {missing}")
+    for d in unknown(doc_ids):
+        problem(f"gold_doc_ids[{q.gold_doc_ids.index(d)}]", f"no document has id {d!r}")
     add([p for d in doc_ids for p in index.by_doc.get(d, ())], "gold_doc_ids")
 
     chunk_ids = list(dict.fromkeys(q.gold_chunk_ids))
     stale = [c for c in chunk_ids if c not in index.by_chunk_id]
     if stale and anchored_rows:
         counts["stale_chunk_ids"] += len(stale)
-    elif stale:
-        problem("gold_chunk_ids", f"no chunk has id(s) {stale}")
+    else:
+        for c in stale:
+            problem(f"gold_chunk_ids[{q.gold_chunk_ids.index(c)}]", f"no chunk has id {c!r}")
     add([index.by_chunk_id[c] for c in chunk_ids if c in index.by_chunk_id], "gold_chunk_ids")
 
     judged = {d: grade for d, grade in q.qrels.items() if grade > 0}
-    if missing := unknown(list(judged)):
-        problem("qrels", f"no document has id(s) {missing} (judged with grade > 0)")
+    for d in unknown(list(judged)):
+        problem("qrels", f"no document has id {d!r} (judged with grade {judged[d]})")
     for d, grade in judged.items():
         add(index.by_doc.get(d, []), "qrels", grade=grade)
 

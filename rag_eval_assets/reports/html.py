@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from rag_eval_assets.corpus.gold import unresolved_summary
 from rag_eval_assets.reports.charts import (
     DPI,
     FIGSIZE,
@@ -33,11 +34,14 @@ from rag_eval_assets.runs.store import (
     CHUNK_SIZE_KEY,
     EVAL_SET_VERSION_KEY,
     OVERLAP_KEY,
+    UNRESOLVED_GOLD,
+    UNRESOLVED_HEADERS,
     Run,
     call_health_rows,
     config_value,
     generated_description,
     not_computed_label,
+    unresolved_rows,
 )
 
 REPORT_FILE = "report.html"
@@ -173,6 +177,10 @@ def render_html_report(run: Run, charts: Mapping[str, str | Path], *, k: int,
         if metrics:
             sections += [f'<h3 id="summary-{"answers" if wanted else "retrieval"}">{title}</h3>',
                          _metric_table(aggregate, "all", metrics=metrics)]
+    unresolved = run.metrics.get(UNRESOLVED_GOLD)
+    if unresolved:
+        sections += ['<h2 id="unresolved-gold">Unresolved gold</h2>', f"<p>{_e(unresolved_summary(unresolved))}</p>",
+                     _table(UNRESOLVED_HEADERS, unresolved_rows(unresolved))]
     sections.append("<h2>Charts</h2>")
     width, height = int(FIGSIZE[0] * DPI), int(FIGSIZE[1] * DPI)
     for name, caption in CHARTS.items():

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rag_eval_assets.corpus.gold import unresolved_summary
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.metrics.aggregate import AGGREGATE_COLUMNS
 from rag_eval_assets.redaction import redact
@@ -55,6 +56,7 @@ CHUNK_SIZE_KEY = "version_tuple.index.chunk_size_chars"
 OVERLAP_KEY = "version_tuple.index.overlap_chars"
 # The Dagster run a run directory belongs to: the first run of its group, so that a re-execution finds it again.
 PIPELINE_RUN_KEY = "dagster_root_run_id"
+UNRESOLVED_GOLD = "unresolved_gold"  # metrics.json: gold labels that resolved to nothing, when some did not
 # Run directories are read by the group (a web server serving the reports), never by others.
 RUN_DIR_MODE = 0o750
 STAGES = ("retrieval", "generation", "judging")
@@ -141,11 +143,13 @@ def metrics_document(
     not_computed: pd.DataFrame | None = None,
     operational: Mapping[str, Any] | None = None,
     call_health: pd.DataFrame | None = None,
+    unresolved_gold: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The `metrics` of write_run from the aggregate table (metrics/aggregate.py columns; metric "weighted_score"
     rows, when present, are what the comparison gate reads), the (metric, reason) rows of metrics not computed (with
     retriever and k where the reason is one cell's), free-form operational figures (error counts, token totals,
-    ...), and the health of the calls behind the answer metrics (metrics/call_health.py), which the gate reads."""
+    ...), the health of the calls behind the answer metrics (metrics/call_health.py), which the gate reads, and the
+    gold labels that resolved to nothing (corpus/gold.py GoldResolution.unresolved_document)."""
     missing = [c for c in AGGREGATE_COLUMNS if c not in aggregate.columns]
     if missing:
         raise InputError([InputProblem("aggregate", None, c, "missing column") for c in missing])
@@ -156,6 +160,8 @@ def metrics_document(
         document["operational"] = jsonable(dict(operational))
     if call_health is not None and len(call_health):
         document["call_health"] = jsonable(call_health.to_dict("records"))
+    if unresolved_gold and unresolved_gold["labels"]:
+        document[UNRESOLVED_GOLD] = jsonable(dict(unresolved_gold))
     return document
 
 
@@ -581,6 +587,10 @@ def summary_markdown(run: Run, description: str | None, previous: Run | None, co
         "applicable to it); 95% bootstrap intervals and per-slice values are in metrics.json, per-question values "
         "in results.jsonl."
     )
+    unresolved = run.metrics.get(UNRESOLVED_GOLD)
+    if unresolved:
+        parts += ["## Unresolved gold", unresolved_summary(unresolved),
+                  markdown_table(UNRESOLVED_HEADERS, unresolved_rows(unresolved))]
     health = run.metrics.get("call_health") or []
     if health:
         parts += ["## Calls behind the answer metrics", markdown_table(
@@ -615,6 +625,13 @@ def metric_sections(aggregate: pd.DataFrame, level: str, *, max_rows: int | None
 
 
 CALL_HEALTH_HEADERS = ["retriever", "k", "stage", "metric", "calls", "judged", "errors", "abstained", "first error"]
+UNRESOLVED_HEADERS = ["question", "support", "why", "where"]
+
+
+def unresolved_rows(unresolved: Mapping[str, Any]) -> list[list[str]]:
+    return [[label["query_id"], label["support"], label["why"],
+             label["file"] + ("" if label["line"] is None else f":{label['line']}")]
+            for label in unresolved["labels"]]
 
 
 def call_health_rows(health: Sequence[Mapping[str, Any]]) -> list[list[str]]:

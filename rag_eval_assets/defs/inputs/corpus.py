@@ -5,7 +5,7 @@ import dagster as dg
 import pandas as pd
 
 from rag_eval_assets.corpus.chunking import CHUNKER_VERSION, ChunkerParams, chunk_documents
-from rag_eval_assets.corpus.gold import resolve_gold_report
+from rag_eval_assets.corpus.gold import resolve_gold_report, unresolved_count, unresolved_summary
 from rag_eval_assets.corpus.load import corpus_sha256, load_corpus
 from rag_eval_assets.corpus.model import CHUNK_COLUMNS
 from rag_eval_assets.corpus.tables import documents_from_frame, documents_to_frame
@@ -13,6 +13,9 @@ from rag_eval_assets.defs.metadata import preview, upstream_versions, version_me
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.evalset.tables import questions_from_frame
 from rag_eval_assets.runs.versions import VersionTuple
+
+GOLD_CHECK = "gold_resolves"
+UNRESOLVED_GOLD = "unresolved_gold"
 
 
 @dg.asset(group_name="inputs", kinds={"pandas", "parquet"})
@@ -78,23 +81,62 @@ def chunks_schema(chunks: pd.DataFrame) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(passed=not problems, description="; ".join(problems) or None)
 
 
-@dg.asset(group_name="inputs", kinds={"pandas", "parquet"})
+@dg.asset(
+    group_name="inputs",
+    kinds={"pandas", "parquet"},
+    check_specs=[
+        dg.AssetCheckSpec(
+            GOLD_CHECK,
+            asset="gold_labels",
+            blocking=True,
+            description="Every gold label resolves to a chunk of the corpus. A failure is a warning, and the run "
+            "scores what resolved; with evalset.strict_gold it is an error that stops the run here.",
+        )
+    ],
+)
 def gold_labels(
     context: dg.AssetExecutionContext,
+    settings: RagEvalSettings,
     evalset: pd.DataFrame,
     corpus_documents: pd.DataFrame,
     chunks: pd.DataFrame,
-) -> dg.Output[pd.DataFrame]:
-    """Gold labels resolved to current chunk ids at run time, so anchored labels survive re-chunking."""
+):
+    """Gold labels resolved to current chunk ids at run time, so anchored labels survive re-chunking; labels that
+    resolve to nothing are listed (unresolved_gold) and fail the gold_resolves check."""
+    strict = settings.load().evalset.strict_gold
     doc_ids = corpus_documents["doc_id"].unique().tolist()  # judged documents with no text have no chunks
-    gold, report = resolve_gold_report(questions_from_frame(evalset), chunks, doc_ids)
+    resolution = resolve_gold_report(questions_from_frame(evalset), chunks, doc_ids, strict=False)
+    gold, unresolved = resolution.gold, resolution.unresolved_document()
     versions = upstream_versions(context, "evalset", "chunks")
-    return dg.Output(
+    yield dg.Output(
         gold,
         metadata={
             "gold_rows": len(gold),
             "questions_with_gold": int(gold["query_id"].nunique()) if len(gold) else 0,
-            "report": dg.MetadataValue.json(report),
+            "report": dg.MetadataValue.json(resolution.counts),
+            UNRESOLVED_GOLD: dg.MetadataValue.json(unresolved),
             **version_metadata(versions),
         },
     )
+    passed = not resolution.unresolved
+    yield dg.AssetCheckResult(
+        check_name=GOLD_CHECK,
+        passed=passed,
+        severity=dg.AssetCheckSeverity.ERROR if strict else dg.AssetCheckSeverity.WARN,
+        # The whole list is the unresolved_gold metadata; a check's description stays short.
+        description=None if passed else (
+            (unresolved_count(unresolved) + " evalset.strict_gold stops the run here." if strict
+             else unresolved_summary(unresolved))
+            + " First: " + "; ".join(f"{u.query_id} {u.support}: {u.why}" for u in resolution.unresolved[:3])
+        )[:2000],
+        metadata={"unresolved": len(resolution.unresolved), "unscored_questions": len(resolution.unscored),
+                  "strict_gold": strict},
+    )
+
+
+def latest_unresolved_gold(context: dg.AssetExecutionContext) -> dict | None:
+    """The unresolved labels gold_labels' latest materialization listed (see GoldResolution.unresolved_document)."""
+    event = context.instance.get_latest_materialization_event(dg.AssetKey("gold_labels"))
+    entry = event.asset_materialization.metadata.get(UNRESOLVED_GOLD) if event and event.asset_materialization else None
+    return None if entry is None else entry.value
+

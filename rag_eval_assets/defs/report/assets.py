@@ -12,6 +12,7 @@ import dagster as dg
 import pandas as pd
 
 from rag_eval_assets.defs.answers.assets import JUDGE_PROMPT_VERSION
+from rag_eval_assets.defs.inputs.corpus import latest_unresolved_gold
 from rag_eval_assets.defs.report.accept import accept_baseline
 from rag_eval_assets.defs.metadata import upstream_versions, version_metadata
 from rag_eval_assets.defs.resources import RagEvalSettings
@@ -194,7 +195,7 @@ def evaluation_run(
     path = write_run(
         s.runs_dir,
         results=rows,
-        metrics=metrics_document(aggregate, not_computed, operational, health),
+        metrics=metrics_document(aggregate, not_computed, operational, health, latest_unresolved_gold(context)),
         config=config,
         description=s.report.description,
         previous=baseline.path,

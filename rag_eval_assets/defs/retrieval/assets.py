@@ -7,7 +7,7 @@ import time
 import dagster as dg
 import pandas as pd
 
-from rag_eval_assets.corpus.gold import resolve_gold
+from rag_eval_assets.corpus.gold import resolve_gold, with_resolved_support_groups
 from rag_eval_assets.defs.metadata import preview, upstream_versions, version_metadata
 from rag_eval_assets.defs.partitions import SUT_GROUP, retriever_partitions, sut_partitions
 from rag_eval_assets.defs.resources import RagEvalSettings
@@ -226,7 +226,8 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
         """hit, doc_hit, precision, recall, MRR, nDCG, MAP, Recall_any/all and false positives per question."""
         s = settings.load()
         question_list = questions_from_frame(evalset)
-        questions = questions_for_metrics(question_list)
+        # A support that resolved to nothing in the corpus leaves the required groups: scored on what resolved.
+        questions = questions_for_metrics(with_resolved_support_groups(question_list, gold_labels))
         tables = []
         for name in sorted(retrieval_results):  # one partition in memory at a time
             results = retrieval_results[name]
