@@ -2,7 +2,6 @@
 verdict against the baseline, and the comparison as a table of its own with the gate as blocking asset checks."""
 
 import base64
-import dataclasses
 import json
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -66,7 +65,7 @@ COMPARISON_COLUMNS = ("retriever", "k", "metric", "gate", "base", "cand", "delta
 
 
 def _settings_json(s: Settings) -> dict:
-    return json.loads(json.dumps(dataclasses.asdict(s), default=str))
+    return {"config_file": str(s.config_file), **s.model_dump(mode="json")}
 
 
 def _run_versions(context: dg.AssetExecutionContext, s: Settings) -> VersionTuple:
@@ -77,8 +76,8 @@ def _run_versions(context: dg.AssetExecutionContext, s: Settings) -> VersionTupl
         retrievers=list(s.retrievers),
         k_values=list(s.k_values),
         level=r.level,
-        bm25=dataclasses.asdict(r.bm25),
-        hybrid=dataclasses.asdict(r.hybrid),
+        bm25=r.bm25.model_dump(),
+        hybrid=r.hybrid.model_dump(),
         folder_filter=r.folder_filter,
     )
     answerer = upstream_versions(context, "answers").answerer
