@@ -266,24 +266,26 @@ def _configured(args: argparse.Namespace):
 
 
 def _gate(args: argparse.Namespace, defaults):
-    """report.gate of the configuration (or the defaults), with every flag given on the command line on top."""
-    import dataclasses
-
+    """report.gate of the configuration (or the defaults), with every flag given on the command line on top;
+    raises pydantic's ValidationError for a flag out of range."""
     flags = {name: getattr(args, name) for name in ("metric", "retrieval_metric", "min_delta", "max_regressions",
                                                    "alpha", "correction", "significant_only", "max_error_rate")}
-    return dataclasses.replace(defaults, **{k: v for k, v in flags.items() if v is not None})
+    return type(defaults).model_validate({**defaults.model_dump(), **{k: v for k, v in flags.items() if v is not None}})
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
     from rag_eval_assets.runs.compare import compare_runs, comparison_markdown, format_comparison
     from rag_eval_assets.runs.gate import GateSettings
     from rag_eval_assets.runs.store import COMPARISON_JSON, COMPARISON_MD, read_run
+    from rag_eval_assets.settings_base import problems
 
     settings = _configured(args)
-    gate = _gate(args, settings.report.gate if settings else GateSettings())
-    problems = gate.problems()
-    if problems:
-        for key, message in problems:
+    try:
+        gate = _gate(args, settings.report.gate if settings else GateSettings())
+    except ValidationError as exc:
+        for key, message in problems(exc, GateSettings):
             print(f"error: --{key.replace('_', '-')}: {message}", file=sys.stderr)
         return 2
     runs = []

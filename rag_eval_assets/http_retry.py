@@ -15,10 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
+from typing import Annotated
 
 import httpx
+from pydantic import StrictBool, StrictFloat, StrictInt
 
 from rag_eval_assets.redaction import redact_url
+from rag_eval_assets.settings_base import Section, at_least
 
 logger = logging.getLogger(__name__)
 
@@ -26,18 +29,11 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _BODY_EXCERPT_CHARS = 200
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    max_attempts: int = 5
-    base_delay: float = 0.5
-    max_delay: float = 30.0
-    jitter: bool = True
-
-    def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
-        if self.base_delay < 0 or self.max_delay < 0:
-            raise ValueError(f"delays must be >= 0, got base={self.base_delay} max={self.max_delay}")
+class RetryPolicy(Section):
+    max_attempts: Annotated[StrictInt, at_least(1)] = 5
+    base_delay: Annotated[StrictFloat, at_least(0, "(delays are seconds)")] = 0.5
+    max_delay: Annotated[StrictFloat, at_least(0, "(delays are seconds)")] = 30.0
+    jitter: StrictBool = True
 
     def backoff(self, retry_index: int, rng: random.Random) -> float:
         """Delay before retry number `retry_index` (0 for the first retry): full jitter when enabled."""

@@ -128,7 +128,7 @@ def test_report_gate_settings(tmp_path):
         "report.gate.significant_only": "wrong type str",
         "report.gate.min_delta": "wrong type str",
         "report.gate.primary_metric": "unknown key; valid keys: metric, retrieval_metric, min_delta, "
-                                      "max_regressions, alpha, correction, significant_only",
+                                      "max_regressions, alpha, correction, significant_only, max_error_rate",
     }
     with pytest.raises(InputError) as info:
         load_settings(_write(tmp_path, base + "report:\n  gate: {alpha: 1.5, max_regressions: -1}\n"))
@@ -170,3 +170,149 @@ def test_http_base_url_keeps_its_query_and_parts_that_could_not_be_kept_are_erro
         ("retrieval.http.base_url", "sets `debug` in its query; the client sends debug=true itself"),
         ("retrieval.http.path", "must be a path only; put query parameters on base_url, where they are kept"),
     ]
+
+
+BASE = "corpus: {id: c, path: d}\nevalset: {name: e, path: q}\n"
+
+
+def _problems(tmp_path: Path, text: str) -> dict[str, str]:
+    with pytest.raises(InputError) as info:
+        load_settings(_write(tmp_path, BASE + text))
+    found = {p.field: p.message for p in info.value.problems}
+    assert len(found) == len(info.value.problems), "one problem per key"
+    return found
+
+
+def test_ranges_and_choices_that_once_failed_at_run_time_fail_at_load_naming_the_dotted_key(tmp_path):
+    assert _problems(
+        tmp_path,
+        "corpus: {id: c, path: d, language: fr}\nevalset: {name: e, path: q, format: csv}\n"
+        "dev_subset: {size: -1}\n"
+        "retrieval:\n  level: page\n  bm25: {k1: -0.5, b: 1.5, variant: robertson}\n"
+        "  hybrid: {method: sum, rrf_k: -1, alpha: 2, candidate_depth: 0}\n"
+        "  http: {connect_timeout: 0, read_timeout: -1, max_attempts: 0}\n"
+        "llm: {base_url: 'http://h/v1', model: m, max_error_rate: 2, max_tokens: 0,"
+        " retry: {max_attempts: 0, base_delay: -1}}\n"
+        "judge: {replicates: -1}\nquery_generation: {n_chunks: 0}\n"
+        "report: {gate: {max_error_rate: 1.5, alpha: 0}}\n"
+        "answering: {citation_pattern: '(unclosed'}\n",
+    ) == {
+        "corpus.language": "'fr' is not one of en, ru, zh, multi, auto",
+        "evalset.format": "'csv' is not one of seed000, seed001, seed002, seed003, seed004, beir",
+        "dev_subset.size": "must be >= 0, got -1",
+        "retrieval.level": "'page' is not one of chunk, doc",
+        "retrieval.bm25.k1": "must be >= 0, got -0.5",
+        "retrieval.bm25.b": "must be between 0 and 1, got 1.5",
+        "retrieval.bm25.variant": "'robertson' is not one of lucene, okapi, atire",
+        "retrieval.hybrid.method": "'sum' is not one of rrf, convex",
+        "retrieval.hybrid.rrf_k": "must be >= 0, got -1",
+        "retrieval.hybrid.alpha": "must be between 0 and 1, got 2.0",
+        "retrieval.hybrid.candidate_depth": "must be >= 1, got 0",
+        "retrieval.http.connect_timeout": "must be > 0, got 0.0",
+        "retrieval.http.read_timeout": "must be > 0, got -1.0",
+        "retrieval.http.max_attempts": "must be >= 1, got 0",
+        "llm.max_error_rate": "must be between 0 and 1, got 2.0",
+        "llm.max_tokens": "must be >= 1, got 0",
+        "llm.retry.max_attempts": "must be >= 1, got 0",
+        "llm.retry.base_delay": "must be >= 0 (delays are seconds), got -1.0",
+        "judge.replicates": "must be >= 0, got -1",
+        "query_generation.n_chunks": "must be >= 1, got 0",
+        "report.gate.max_error_rate": "must be between 0 and 1, got 1.5",
+        "report.gate.alpha": "must be between 0 and 1, got 0.0",
+        "answering.citation_pattern": "not a regular expression: missing ), unterminated subpattern at position 0",
+    }
+
+
+def test_types_are_strict_a_bool_is_not_a_number_and_a_string_is_not_one(tmp_path):
+    assert _problems(
+        tmp_path,
+        "chunking: {chunk_size_chars: true, overlap_chars: '10'}\nretrievers: bm25\nk_values: [5, '10']\n"
+        "retrieval: {folder_filter: 1, bm25: {k1: '0.9'}, dense: 7}\njudge: 3\nstorage_dir: 5\n",
+    ) == {
+        "chunking.chunk_size_chars": "wrong type bool",
+        "chunking.overlap_chars": "wrong type str",
+        "retrievers": "wrong type str",
+        "k_values[1]": "wrong type str",
+        "retrieval.folder_filter": "wrong type int",
+        "retrieval.bm25.k1": "wrong type str",
+        "retrieval.dense": "expected a mapping, got int",
+        "judge": "expected a mapping, got int",
+        "storage_dir": "wrong type int",
+    }
+    # An integer is a number: k1: 1 is 1.0.
+    s = load_settings(_write(tmp_path, BASE + "retrieval: {bm25: {k1: 1, b: 1}}\nk_values: [10, 5, 10]\n"))
+    assert (s.retrieval.bm25.k1, s.retrieval.bm25.b, s.k_values) == (1.0, 1.0, (5, 10))
+
+
+def test_unknown_keys_list_the_valid_ones_and_missing_sections_are_named(tmp_path):
+    with pytest.raises(InputError) as info:
+        load_settings(_write(tmp_path, "evalset: {name: e, path: q}\nretrieval: {bm25: {k3: 1}, dense: {device: cpu}}\n"
+                                       "llm: {base_url: 'http://h/v1', model: m, retry: {tries: 2}}\n"))
+    assert {p.field: p.message for p in info.value.problems} == {
+        "corpus": "required section is missing",
+        "retrieval.bm25.k3": "unknown key; valid keys: k1, b, variant",
+        "retrieval.dense.device": "unknown key; valid keys: model",
+        "llm.retry.tries": "unknown key; valid keys: max_attempts, base_delay, max_delay, jitter",
+    }
+
+
+def test_problems_across_sections_are_reported_beside_the_others(tmp_path):
+    # The http retriever needs a base_url, the answer grid's k must be retrieved: both are found even though the
+    # same sections hold other errors.
+    assert _problems(
+        tmp_path,
+        "retrievers: [bm25, http, bm25]\nk_values: [3]\n"
+        "retrieval: {bm25: {b: 2}, http: {path: 5}}\nanswering: {answerer: llm, k_values: [3, 5], adapter_id: 1}\n",
+    ) == {
+        "retrievers": "must be a non-empty list without duplicates",
+        "retrieval.http.base_url": "required when the http retriever is listed",
+        "retrieval.bm25.b": "must be between 0 and 1, got 2.0",
+        "retrieval.http.path": "wrong type int",
+        "answering.adapter_id": "wrong type int",
+        "answering.k_values": "must be a non-empty list of integers from 1 to max(k_values) = 3",
+        "answering.answerer": "'llm' needs an llm section (base_url, model)",
+    }
+    assert _problems(tmp_path, "retrievers: [http]\nretrieval: {http: {max_attempts: 0}}\n") == {
+        "retrieval.http.max_attempts": "must be >= 1, got 0",
+        "retrieval.http.base_url": "required when the http retriever is listed",
+    }
+
+
+def test_gate_max_error_rate_and_strict_gold_load_and_settings_do_not_change(tmp_path):
+    from pydantic import ValidationError
+
+    s = load_settings(_write(tmp_path, BASE + "evalset: {name: e, path: q, strict_gold: true}\n"
+                                              "report: {gate: {max_error_rate: 0.2}}\n"))
+    assert s.evalset.strict_gold and s.report.gate.max_error_rate == 0.2
+    assert load_settings(_write(tmp_path, BASE)).evalset.strict_gold is False
+    with pytest.raises(ValidationError):
+        s.retrieval.bm25.k1 = 2.0  # type: ignore[misc]
+    tuned = s.model_copy(update={"k_values": (1, 2)})
+    assert (tuned.k_values, tuned.config_file, s.k_values) == ((1, 2), s.config_file, (1, 3, 5, 10, 20))
+    assert hash(load_settings(REPO / "rag_eval.yaml")) == hash(load_settings(REPO / "rag_eval.yaml"))
+
+
+def test_each_retriever_kind_validates_its_parameters_alone():
+    from pydantic import ValidationError
+
+    from rag_eval_assets.retrieval.kinds.bm25 import Bm25Params as Bm25Settings
+    from rag_eval_assets.retrieval.kinds.http import HttpParams as HttpSettings
+    from rag_eval_assets.settings_base import problems
+
+    assert Bm25Settings.model_validate({"k1": 1.2, "b": 0.75}) == Bm25Settings(k1=1.2, b=0.75, variant="lucene")
+    with pytest.raises(ValidationError) as info:
+        Bm25Settings.model_validate({"kind": "bm25", "b": 2})
+    assert problems(info.value, Bm25Settings) == [("b", "must be between 0 and 1, got 2.0"),
+                                                  ("kind", "unknown key; valid keys: k1, b, variant")]
+    with pytest.raises(ValidationError) as info:
+        HttpSettings(base_url="ftp://sut", path="/ask")
+    assert problems(info.value, HttpSettings) == [("base_url", "must start with http:// or https://")]
+
+
+def test_compare_flags_out_of_range_name_the_flag(tmp_path, capsys, monkeypatch):
+    from rag_eval_assets.cli import main
+
+    monkeypatch.chdir(tmp_path)  # no rag_eval.yaml here: the gate's own defaults
+    assert main(["compare", "--base", "b", "--cand", "c", "--alpha", "2", "--max-regressions", "-1"]) == 2
+    assert capsys.readouterr().err.splitlines() == ["error: --max-regressions: must be >= 0, got -1",
+                                                    "error: --alpha: must be between 0 and 1, got 2.0"]

@@ -21,6 +21,8 @@ from typing import Any, ClassVar, Protocol
 import pandas as pd
 from pydantic import BaseModel, ValidationError
 
+from rag_eval_assets.settings_base import problems as section_problems
+
 # A variant name is a partition key and a file name: no separators, no spaces.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 
@@ -119,107 +121,91 @@ def own_answer_variants(variants: Mapping[str, Variant]) -> list[str]:
     return [name for name, v in variants.items() if kind_of(v).own_answers]
 
 
-class VariantProblem(Exception):
-    """A problem of the `retrievers` configuration at a dotted key."""
-
-    def __init__(self, key: str, message: str):
-        super().__init__(message)
-        self.key, self.message = key, message
+Loc = tuple[str | int, ...]
 
 
 def resolve_variants(raw: object, sections: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Variant],
-                                                                                      list[VariantProblem]]:
+                                                                                      list[tuple[Loc, str]]]:
     """`retrievers:` (a list of kind names, or a mapping name -> {kind, parameters}) resolved into variants, with
-    every problem found. `sections[kind]` holds the `retrieval.<kind>` values every variant of that kind starts from.
-    A fusion's `of` names other variants, or kinds (their `retrieval.<kind>` defaults)."""
-    problems: list[VariantProblem] = []
-    declared: dict[str, tuple[str, dict[str, Any], str]] = {}  # name -> (kind, overrides, dotted key)
-    if isinstance(raw, list):
+    (location, message) for every problem found. `sections[kind]` holds the `retrieval.<kind>` values every variant
+    of that kind starts from. A fusion's `of` names other variants, or kinds (their `retrieval.<kind>` defaults)."""
+    problems: list[tuple[Loc, str]] = []
+    declared: dict[str, tuple[str, dict[str, Any], Loc]] = {}  # name -> (kind, overrides, location)
+    if isinstance(raw, (list, tuple)):
         if not raw or len(set(map(str, raw))) != len(raw):
-            problems.append(VariantProblem("retrievers", "must be a non-empty list without duplicates"))
+            problems.append((("retrievers",), "must be a non-empty list without duplicates"))
         for i, name in enumerate(raw):
             if name not in KINDS:
-                problems.append(VariantProblem(f"retrievers[{i}]", f"unknown retriever {name!r}; valid: "
-                                               f"{', '.join(KINDS)} (or name variants in a mapping)"))
+                problems.append((("retrievers", i), f"{name!r} is not one of {', '.join(KINDS)}"))
             else:
-                declared[name] = (name, {}, f"retrievers[{i}]")
+                declared[name] = (name, {}, ("retrievers", i))
     elif isinstance(raw, dict):
         if not raw:
-            problems.append(VariantProblem("retrievers", "must name at least one retriever"))
+            problems.append((("retrievers",), "must name at least one retriever"))
         for name, spec in raw.items():
-            key = f"retrievers.{name}"
+            loc: Loc = ("retrievers", str(name))
             if not isinstance(name, str) or not NAME_PATTERN.match(name):
-                problems.append(VariantProblem(key, "a retriever name is letters, digits, '_', '-' or '.' "
-                                               "(at most 64, not starting with '-' or '.')"))
+                problems.append((loc, "a retriever name is letters, digits, '_', '-' or '.' (at most 64, not "
+                                      "starting with '-' or '.')"))
                 continue
             if not isinstance(spec, dict) or "kind" not in spec:
-                problems.append(VariantProblem(key, f"expected a mapping with `kind` (one of {', '.join(KINDS)})"))
+                problems.append((loc, f"expected a mapping with `kind` (one of {', '.join(KINDS)})"))
                 continue
             overrides = dict(spec)
             kind = overrides.pop("kind")
             if kind not in KINDS:
-                problems.append(VariantProblem(f"{key}.kind", f"{kind!r} is not one of {', '.join(KINDS)}"))
+                problems.append(((*loc, "kind"), f"{kind!r} is not one of {', '.join(KINDS)}"))
                 continue
-            declared[name] = (kind, overrides, key)
+            declared[name] = (kind, overrides, loc)
     else:
-        problems.append(VariantProblem("retrievers", f"expected a list or a mapping, got {type(raw).__name__}"))
+        problems.append((("retrievers",), f"wrong type {type(raw).__name__}"))
 
     resolved: dict[str, Variant] = {}
 
-    def params_of(kind: str, overrides: dict[str, Any], key: str) -> BaseModel | None:
+    def params_of(kind: str, overrides: dict[str, Any], loc: Loc) -> BaseModel | None:
+        def at(field_name: str) -> Loc:
+            # A value the variant set is its own problem; one it inherited belongs to retrieval.<kind>.
+            return loc if field_name in overrides else ("retrieval", kind)
+
+        params_model = KINDS[kind].Params
         try:
-            params = KINDS[kind].Params(**{**sections.get(kind, {}), **overrides})
+            params = params_model(**{**sections.get(kind, {}), **overrides})
         except ValidationError as exc:
-            for error in exc.errors():
-                field_name = str(error["loc"][0]) if error["loc"] else ""
-                # A value the variant set is its own problem; one it inherited belongs to retrieval.<kind>.
-                where = key if not field_name or field_name in overrides else f"retrieval.{kind}"
-                dotted = ".".join([where, *(str(p) for p in error["loc"])])
-                problems.append(VariantProblem(dotted, _message(error, KINDS[kind].Params)))
+            for key, message in section_problems(exc, params_model):
+                first = key.split(".")[0].split("[")[0]
+                problems.append(((*at(first), *key.split(".")) if key else loc, message))
             return None
         found = KINDS[kind].problems(params)
-        for field_name, why in found:
-            where = key if field_name in overrides else f"retrieval.{kind}"
-            problems.append(VariantProblem(f"{where}.{field_name}", why))
+        problems.extend(((*at(field_name), field_name), why) for field_name, why in found)
         return None if found else params
 
     def resolve(name: str, trail: tuple[str, ...]) -> Variant | None:
         if name in resolved:
             return resolved[name]
-        kind, overrides, key = declared[name] if name in declared else (name, {}, f"retrieval.{name}")
-        params = params_of(kind, overrides, key)
+        kind, overrides, loc = declared[name] if name in declared else (name, {}, ("retrieval", name))
+        params = params_of(kind, overrides, loc)
         if params is None:
             return None
         parts: list[Variant] = []
         for i, part in enumerate(getattr(params, "of", None) or ()):
-            at = f"{key}.of[{i}]"
+            at: Loc = (*loc, "of", i) if "of" in overrides else ("retrieval", kind, "of", i)
             if part in trail:
-                problems.append(VariantProblem(at, f"{part!r} fuses itself"))
+                problems.append((at, f"{part!r} fuses itself"))
             elif part not in declared and part not in KINDS:
-                problems.append(VariantProblem(at, f"{part!r} is neither a retriever of this file nor a kind "
-                                               f"({', '.join(KINDS)})"))
+                problems.append((at, f"{part!r} is neither a retriever of this file nor a kind ({', '.join(KINDS)})"))
             else:
                 got = resolve(part, trail + (part,))
                 if got is not None and KINDS[got.kind].score_column is None:
-                    problems.append(VariantProblem(at, f"{part!r} ({got.kind}) cannot be fused: it gives no score "
-                                                   "of its own"))
+                    problems.append((at, f"{part!r} ({got.kind}) cannot be fused: it gives no score of its own"))
                 elif got is not None:
                     parts.append(got)
         columns = [KINDS[p.kind].score_column for p in parts]
         if len(set(columns)) != len(columns):
-            problems.append(VariantProblem(f"{key}.of", "a fusion combines one lexical and one dense retriever"))
+            problems.append(((*loc, "of"), "a fusion combines one lexical and one dense retriever"))
         variant = Variant(name, kind, params, tuple(parts))
         if name in declared:
             resolved[name] = variant
         return variant
 
     variants = {name: v for name in declared if (v := resolve(name, (name,))) is not None}
-    return variants, problems
-
-
-def _message(error: dict[str, Any], model: type[BaseModel]) -> str:
-    if error["type"] == "extra_forbidden":
-        return f"unknown key; valid keys: {', '.join(model.model_fields)}"
-    if error["type"] == "literal_error":
-        return f"{error['input']!r} is not one of {error['ctx']['expected'].replace(' or ', ', ')}"
-    return error["msg"]
+    return variants, list(dict.fromkeys(problems))

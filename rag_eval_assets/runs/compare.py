@@ -147,7 +147,7 @@ class Comparison:
             "exit_code": self.exit_code,
             "base_run_id": self.base_id,
             "cand_run_id": self.cand_id,
-            "gate": self.gate.as_dict(),
+            "gate": self.gate.model_dump(),
             "options": self.options,
             "incompatible": list(self.incompatible),
             "warnings": list(self.warnings),
@@ -492,7 +492,7 @@ def format_comparison(c: Comparison, top: int = TOP) -> str:
         lines += ["", "Incompatible runs:"] + [f"  - {m}" for m in c.incompatible]
     if c.warnings:
         lines += ["", "Warnings:"] + [f"  - {w}" for w in c.warnings]
-    lines += ["", gate_settings_line(c.gate.as_dict())]
+    lines += ["", gate_settings_line(c.gate.model_dump())]
     lines += _text_table(GATE_HEADERS, gate_rows([cell_record(x) for x in c.cells])) if c.cells else ["  no cell to gate"]
     for cell in c.cells:
         lines += [f"  - {reason}" for reason in cell.reasons if cell.result == WORSE]
@@ -514,7 +514,7 @@ def comparison_markdown(c: Comparison, top: int = TOP, *, max_rows: int | None =
         parts.append("Incompatible runs:\n\n" + "\n".join(f"- {m}" for m in c.incompatible))
     if c.warnings:
         parts.append("Warnings:\n\n" + "\n".join(f"- {w}" for w in c.warnings))
-    parts += ["### Gate", gate_settings_line(c.gate.as_dict()),
+    parts += ["### Gate", gate_settings_line(c.gate.model_dump()),
               markdown_table(GATE_HEADERS, gate_rows([cell_record(x) for x in c.cells])) if c.cells else "none"]
     for title, flips in (("regressions", c.regressions), ("improvements", c.improvements)):
         parts.append(f"### Top {title} ({len(flips)} in all)")

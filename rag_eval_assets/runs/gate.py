@@ -8,49 +8,36 @@ one), the judge's correctness, seed 003's json_v2_score, and otherwise the cell'
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
 
 import numpy as np
+from pydantic import StrictBool, StrictFloat, StrictInt, StrictStr
+
+from rag_eval_assets.settings_base import Section, at_least, between
 
 AUTO = "auto"
 WEIGHTED_SCORE = "weighted_score"
 # The run-level score is a weighted mean of a per-question value stored under another name.
 PER_QUESTION_NAME = {WEIGHTED_SCORE: "question_score"}
 AUTO_ANSWER_METRICS = (WEIGHTED_SCORE, "correctness", "json_v2_score")
-CORRECTIONS = ("holm", "bonferroni", "none")
+Correction = Literal["holm", "bonferroni", "none"]
+CORRECTIONS: tuple[str, ...] = get_args(Correction)
 # A question "succeeds" on a metric when its value reaches half the metric's scale (0-1 unless listed here).
 METRIC_SCALE = {"correctness": 5.0, "groundedness": 5.0, "json_v2_score": 100.0}
 
 
-@dataclass(frozen=True)
-class GateSettings:
-    """Every knob of the gate; recorded in each comparison."""
+class GateSettings(Section):
+    """Every knob of the gate (rag_eval.yaml's report.gate); recorded in each comparison."""
 
-    metric: str = AUTO  # or any metric name of the runs: ndcg@k, hit@k, weighted_score, correctness, ...
-    retrieval_metric: str = "ndcg@k"  # what `auto` judges a cell on when it has no answer metric
-    min_delta: float = 0.0  # a cell fails when its delta is below this ...
-    max_regressions: int | None = None  # ... or when more questions flip from success to failure
-    alpha: float = 0.05
-    correction: str = "holm"  # across the cells the gate judges: holm | bonferroni | none
-    significant_only: bool = True  # failures count only where the cell's paired test is significant
-    max_error_rate: float = 0.05  # a metric whose calls failed more often than this (in either run) is not compared
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def problems(self) -> list[tuple[str, str]]:
-        """(key, message) for every value out of range."""
-        found = []
-        if not 0 < self.alpha < 1:
-            found.append(("alpha", f"must be between 0 and 1, got {self.alpha}"))
-        if self.correction not in CORRECTIONS:
-            found.append(("correction", f"{self.correction!r} is not one of {', '.join(CORRECTIONS)}"))
-        if self.max_regressions is not None and self.max_regressions < 0:
-            found.append(("max_regressions", f"must be >= 0, got {self.max_regressions}"))
-        if not 0 <= self.max_error_rate <= 1:
-            found.append(("max_error_rate", f"must be between 0 and 1, got {self.max_error_rate}"))
-        return found
+    metric: StrictStr = AUTO  # or any metric name of the runs: ndcg@k, hit@k, weighted_score, correctness, ...
+    retrieval_metric: StrictStr = "ndcg@k"  # what `auto` judges a cell on when it has no answer metric
+    min_delta: StrictFloat = 0.0  # a cell fails when its delta is below this ...
+    max_regressions: Annotated[StrictInt, at_least(0)] | None = None  # ... or when more questions flip to failure
+    alpha: Annotated[StrictFloat, between(0, 1, open=True)] = 0.05
+    correction: Correction = "holm"  # across the cells the gate judges
+    significant_only: StrictBool = True  # failures count only where the cell's paired test is significant
+    # a metric whose calls failed more often than this (in either run) is not compared
+    max_error_rate: Annotated[StrictFloat, between(0, 1)] = 0.05
 
 
 def per_question_name(metric: str) -> str:

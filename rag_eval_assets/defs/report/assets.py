@@ -2,7 +2,6 @@
 verdict against the baseline, and the comparison as a table of its own with the gate as blocking asset checks."""
 
 import base64
-import dataclasses
 import json
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -68,8 +67,8 @@ COMPARISON_COLUMNS = ("retriever", "k", "metric", "gate", "base", "cand", "delta
 
 
 def _settings_json(s: Settings) -> dict:
-    values = {**dataclasses.asdict(s), "variants": {name: v.version() for name, v in s.variants.items()}}
-    return json.loads(json.dumps(values, default=str))
+    return {"config_file": str(s.config_file), **s.model_dump(mode="json"),
+            "variants": {name: v.version() for name, v in s.variants.items()}}
 
 
 def _run_versions(context: dg.AssetExecutionContext, s: Settings) -> VersionTuple:

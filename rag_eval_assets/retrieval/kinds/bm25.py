@@ -4,23 +4,22 @@ re-runs only the retrievers that use it."""
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, StrictFloat
 
 from rag_eval_assets.retrieval.analyzers import get_analyzer
 from rag_eval_assets.retrieval.bm25 import BM25Params
 from rag_eval_assets.retrieval.registry import BuiltIndexes, IndexNeed, Variant
 from rag_eval_assets.retrieval.retrievers import Bm25Retriever
+from rag_eval_assets.settings_base import Section, at_least, between
 
 BM25_INDEX = "bm25_index"
 
 
-class Bm25Params(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    k1: float = Field(0.9, ge=0)  # Lucene / Anserini defaults
-    b: float = Field(0.4, ge=0, le=1)
+class Bm25Params(Section):
+    k1: Annotated[StrictFloat, at_least(0)] = 0.9  # Lucene / Anserini defaults
+    b: Annotated[StrictFloat, between(0, 1)] = 0.4
     variant: Literal["lucene", "okapi", "atire"] = "lucene"
 
 

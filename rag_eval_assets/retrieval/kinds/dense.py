@@ -8,20 +8,18 @@ import re
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, StrictStr
 
 from rag_eval_assets.retrieval.dense import DenseIndex
 from rag_eval_assets.retrieval.registry import BuiltIndexes, IndexNeed, Variant
 from rag_eval_assets.retrieval.retrievers import DenseRetriever
+from rag_eval_assets.settings_base import Section
 
 DENSE_INDEX = "dense_index"
 
 
-class DenseParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    # packaged offline: all-MiniLM-L6-v2; "use-multilingual-v3", a local model directory or a cached model id
-    model: str = "all-MiniLM-L6-v2"
+class DenseParams(Section):
+    model: StrictStr = "all-MiniLM-L6-v2"  # packaged offline; "use-multilingual-v3", a local path or a cached model id
 
 
 def index_key(params: DenseParams) -> str:

@@ -5,28 +5,36 @@ its answers for every k are read."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, StrictFloat, StrictInt, StrictStr
 
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.http_retry import HttpCallError
 from rag_eval_assets.retrieval.http_sut import SutResponse, client_for
 from rag_eval_assets.retrieval.registry import BuiltIndexes, IndexNeed, Variant
 from rag_eval_assets.retrieval.sut_url import url_problems
+from rag_eval_assets.settings_base import Loc, Section, above, at_least
 
 
-class HttpParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+class HttpParams(Section):
+    """A system under test that follows seed 002's debug contract."""
 
-    base_url: str = ""
-    path: str = "/api/v1/ask"
-    api_key_env: str | None = None  # name of the environment variable holding the key; the key is never stored
+    base_url: StrictStr = ""
+    path: StrictStr = "/api/v1/ask"
+    api_key_env: StrictStr | None = None  # name of the environment variable holding the key; the key is never stored
     # name of the environment variable holding a JSON object of extra request headers (they may carry secrets)
-    headers_env: str | None = None
-    connect_timeout: float = Field(5.0, gt=0)
-    read_timeout: float = Field(120.0, gt=0)
-    max_attempts: int = Field(5, ge=1)
+    headers_env: StrictStr | None = None
+    connect_timeout: Annotated[StrictFloat, above(0)] = 5.0
+    read_timeout: Annotated[StrictFloat, above(0)] = 120.0
+    max_attempts: Annotated[StrictInt, at_least(1)] = 5
+
+    @classmethod
+    def cross_field_problems(cls, data: dict) -> list[tuple[Loc, str]]:
+        base_url, path = cls.valid_alone(data, "base_url"), cls.valid_alone(data, "path")
+        if not base_url:
+            return []
+        return [((key,), why) for key, why in url_problems(base_url, path or cls.model_fields["path"].default)]
 
 
 class HttpKind:
@@ -36,9 +44,7 @@ class HttpKind:
     score_column: ClassVar[str | None] = None
 
     def problems(self, params: HttpParams) -> list[tuple[str, str]]:
-        if not params.base_url:
-            return [("base_url", "required for an http retriever")]
-        return url_problems(params.base_url, params.path)
+        return [] if params.base_url else [("base_url", "required when the http retriever is listed")]
 
     def needs(self, variant: Variant, language: str) -> list[IndexNeed]:
         return []

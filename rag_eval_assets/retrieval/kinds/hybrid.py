@@ -3,22 +3,27 @@ min-max normalised scores (convex). `of` names the two variants it fuses."""
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, StrictFloat, StrictInt, StrictStr
 
 from rag_eval_assets.retrieval.registry import KINDS, BuiltIndexes, IndexNeed, Variant
 from rag_eval_assets.retrieval.retrievers import HybridRetriever
+from rag_eval_assets.settings_base import Section, at_least, between, problem
 
 
-class HybridParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+def _two(names: tuple[str, ...]) -> tuple[str, ...]:
+    if len(names) != 2:
+        raise problem(f"names two retrievers (one lexical, one dense), got {len(names)}")
+    return names
 
-    of: list[str] = Field(default_factory=lambda: ["bm25", "dense"], min_length=2, max_length=2)
+
+class HybridParams(Section):
+    of: Annotated[tuple[StrictStr, ...], AfterValidator(_two)] = ("bm25", "dense")
     method: Literal["rrf", "convex"] = "rrf"
-    rrf_k: int = Field(60, ge=1)
-    alpha: float = Field(0.5, ge=0, le=1)  # convex: weight of the lexical side
-    candidate_depth: int = Field(100, ge=1)
+    rrf_k: Annotated[StrictInt, at_least(0)] = 60
+    alpha: Annotated[StrictFloat, between(0, 1)] = 0.5  # convex: weight of the lexical side
+    candidate_depth: Annotated[StrictInt, at_least(1)] = 100
 
 
 class HybridKind:
