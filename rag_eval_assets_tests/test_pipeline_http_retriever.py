@@ -2,7 +2,6 @@
 
 
 import dagster as dg
-import pandas as pd
 
 from rag_eval_assets.corpus.chunking import ChunkerParams, chunk_documents
 from rag_eval_assets.corpus.load import load_corpus
@@ -10,6 +9,7 @@ from rag_eval_assets.defs.jobs import run_pipeline
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.sample_config import SAMPLE, write_sample_config
+from rag_eval_assets_tests.stored_tables import stored_table
 from rag_eval_assets_tests.sut_server import CorpusChunk, sut_server
 
 
@@ -33,14 +33,14 @@ def test_http_partition_is_fetched_and_scored(tmp_path):
         # Once for the retrieval partition (depth 5), once for the answer partition k=5 (the service answers itself).
         assert len(asks) == 2 * n_questions and all(r.query.get("debug") == ["true"] for r in asks)
 
-    results = pd.read_parquet(tmp_path / "store" / "assets" / "retrieval_results" / "retriever=http.parquet")
+    results = stored_table(tmp_path / "store" / "assets", "retrieval_results/retriever=http")
     assert not set(results["chunk_id"]) & set(chunks["chunk_id"])  # its ids, not ours
-    table = pd.read_parquet(tmp_path / "store" / "assets" / "retrieval_metrics.parquet")
+    table = stored_table(tmp_path / "store" / "assets", "retrieval_metrics")
     row = table[(table.retriever == "http") & (table.slice == "all") & (table.metric == "recall_any@k") & (table.k == 5)]
     assert len(row) == 1 and 0 < row["value"].iloc[0] <= 1
-    answers = pd.read_parquet(tmp_path / "store" / "assets" / "answers" / "retriever=http" / "k=5.parquet")
+    answers = stored_table(tmp_path / "store" / "assets", "answers/retriever=http/k=5")
     assert set(answers["answerer"]) == {"http"} and len(answers) == n_questions
     assert not answers["abstained_inferred"].any()  # the service reports its abstention flag
     assert (answers.loc[~answers["abstained"], "answer"].str.len() > 0).all()
-    ours = pd.read_parquet(tmp_path / "store" / "assets" / "answers" / "retriever=bm25" / "k=5.parquet")
+    ours = stored_table(tmp_path / "store" / "assets", "answers/retriever=bm25/k=5")
     assert set(ours["answerer"]) == {"extractive"}
