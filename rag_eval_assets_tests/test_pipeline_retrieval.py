@@ -35,8 +35,10 @@ def test_every_job_and_partition_succeeds(pipeline):
         *[("answer_grid_job", f"{k}|{r}", True) for k in (5, 10) for r in ("bm25", "dense", "hybrid")],
         ("metrics_job", None, True),
     ]
-    files = sorted(p.name for p in (assets / "retrieval_results").iterdir())
-    assert files == ["retriever=bm25.parquet", "retriever=dense.parquet", "retriever=hybrid.parquet"]
+    current = TableStore(assets).current()["tables"]
+    assert sorted(e for e in current if e.startswith("retrieval_results/")) == [
+        "retrieval_results/retriever=bm25", "retrieval_results/retriever=dense", "retrieval_results/retriever=hybrid"
+    ]
 
 
 def test_results_have_depth_of_largest_k_and_latency(pipeline):
