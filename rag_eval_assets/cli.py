@@ -97,9 +97,8 @@ WHOLE_DOCUMENT = 10_000_000  # chunk_size_chars larger than any document: one ch
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    import pandas as pd
-
     from rag_eval_assets.corpus.gold import resolve_gold
+    from rag_eval_assets.definitions import build_defs
     from rag_eval_assets.evalset.load import load_evalset
     from rag_eval_assets.metrics.trec import write_trec_qrels, write_trec_run
     from rag_eval_assets.settings import load_settings
@@ -135,9 +134,9 @@ def _evaluate(args: argparse.Namespace) -> int:
             print(error, file=sys.stderr)
         return 1
 
-    assets = Path(settings.assets_dir)
-    aggregate = pd.read_parquet(assets / "retrieval_metrics.parquet")
-    per_query = pd.read_parquet(assets / "retrieval_metrics_per_query.parquet")
+    defs = build_defs(config_file)  # the tables the run committed, through the IO manager
+    aggregate = defs.load_asset_value("retrieval_metrics")
+    per_query = defs.load_asset_value("retrieval_metrics_per_query")
     per_query.to_parquet(out / "per_query.parquet", index=False)
     overall = aggregate[aggregate["slice"] == "all"]
     summary = {
@@ -157,11 +156,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     }
     (out / "metrics.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     for retriever in settings.retrievers:
-        results = pd.read_parquet(assets / "retrieval_results" / f"retriever={retriever}.parquet")
+        results = defs.load_asset_value("retrieval_results", partition_key=retriever)
         write_trec_run(results, out / f"run.{retriever}.trec", run_name=retriever, level=level)
     questions = load_evalset(evalset)
-    chunks = pd.read_parquet(assets / "chunks.parquet")
-    doc_ids = pd.read_parquet(assets / "corpus_documents.parquet", columns=["doc_id"])["doc_id"].unique().tolist()
+    chunks = defs.load_asset_value("chunks")
+    doc_ids = defs.load_asset_value("corpus_documents")["doc_id"].unique().tolist()
     write_trec_qrels(resolve_gold(questions, chunks, doc_ids), out / "qrels.trec", level=level)
     for retriever, metrics in summary["metrics"].items():
         shown = {m: v for m, v in metrics.items() if m.startswith(("ndcg@10", "recall@10", "mrr@10", "hit@10"))}
@@ -172,8 +171,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _benchmark(args: argparse.Namespace) -> int:
     """Seed 000 section 6: every dataset through the whole pipeline, then one weighted score over them."""
-    import pandas as pd
-
+    from rag_eval_assets.definitions import build_defs
     from rag_eval_assets.runs.benchmark import aggregate_benchmark, load_benchmark_config, require_rules
 
     bench = load_benchmark_config(args.config_file)
@@ -198,7 +196,7 @@ def _benchmark(args: argparse.Namespace) -> int:
         if not ok:
             print(f"{dataset.name}: " + "\n".join(errors), file=sys.stderr)
             return 1
-        table = pd.read_parquet(target / "store" / "assets" / "answer_metrics.parquet")
+        table = build_defs(config_file).load_asset_value("answer_metrics")
         rows = table[(table["metric"] == "weighted_score") & (table["slice"] == "all")]
         for row in rows.itertuples():
             cells.setdefault((row.retriever, int(row.k)), []).append(

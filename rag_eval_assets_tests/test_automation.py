@@ -6,6 +6,8 @@ import dagster as dg
 
 from rag_eval_assets.defs.automation import NIGHT_TAG, nightly_benchmark
 from rag_eval_assets.defs.jobs import QUIET_CONSOLE
+from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
+from rag_eval_assets.defs.storage.table_store import TableStore
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets_tests.sample_config import write_sample_config
 
@@ -16,6 +18,7 @@ def test_schedule_asks_for_one_inputs_run_per_night():
     again = nightly_benchmark(dg.build_schedule_context(scheduled_execution_time=when))
     assert first.run_key == again.run_key == "nightly-2026-11-22-inputs_job"
     assert first.tags[NIGHT_TAG] == "2026-11-22"
+    assert first.tags[PIPELINE_TAG] == "nightly-2026-11-22"  # every run of the night: one pipeline
     assert nightly_benchmark.cron_schedule == "0 2 * * *"
 
 
@@ -62,6 +65,12 @@ def test_sensor_walks_one_night_from_inputs_to_report(tmp_path):
 
         (report,) = _requests(defs, instance)
         assert (report.job_name, report.run_key) == ("metrics_job", "nightly-2026-11-22-metrics_job")
+        assert report.tags[PIPELINE_TAG] == "nightly-2026-11-22"
         run(report, "metrics_job")
-        assert _requests(defs, instance) == []  # the night is complete
+        store = TableStore(tmp_path / "store" / "assets")
+        assert store.current()["tables"] == {}  # every stage succeeded, but nothing is current before the commit
+        staged = store.staged("nightly-2026-11-22")
+        assert _requests(defs, instance) == []  # the night is complete: the sensor commits it
+        assert store.current()["tables"] == staged and "answers/retriever=dense/k=5" in staged
+        assert store.staged("nightly-2026-11-22") == {}
         assert len(list((tmp_path / "store" / "runs").iterdir())) == 1  # and left one run directory

@@ -3,10 +3,10 @@
 import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from rag_eval_assets.cli import main
+from rag_eval_assets_tests.stored_tables import stored_table
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
 
@@ -48,7 +48,7 @@ def test_two_datasets_aggregate_by_weight(tmp_path):
     assert (cell["retriever"], cell["k"]) == ("bm25", 5)
     scores = {}
     for name in ("report", "notes"):
-        table = pd.read_parquet(out / name / "store" / "assets" / "answer_metrics.parquet")
+        table = stored_table(out / name / "store" / "assets", "answer_metrics")
         row = table[(table.metric == "weighted_score") & (table.slice == "all")]
         scores[name] = row["value"].item()
     assert {d["name"]: d["weighted_score"] for d in cell["datasets"]} == pytest.approx(scores)

@@ -10,6 +10,7 @@ import pytest
 import pytrec_eval
 
 from rag_eval_assets.cli import main
+from rag_eval_assets_tests.stored_tables import stored_table
 
 TOPICS = {
     "wing": "wing lift airfoil camber chord",
@@ -50,7 +51,7 @@ def test_beir_folder_evaluates_at_document_level_and_matches_trec_eval(tmp_path)
     out = tmp_path / "out"
     summary = json.loads((out / "metrics.json").read_text())
     assert summary["level"] == "doc"
-    chunks = pd.read_parquet(out / "store" / "assets" / "chunks.parquet")
+    chunks = stored_table(out / "store" / "assets", "chunks")
     assert len(chunks) == 30 and chunks["doc_id"].is_unique  # one chunk per document, as BEIR embeds them
     per_query = pd.read_parquet(out / "per_query.parquet")
     assert set(per_query["query_id"]) == {f"q{t}" for t in range(len(TOPICS))}

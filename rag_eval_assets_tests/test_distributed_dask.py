@@ -17,6 +17,7 @@ from rag_eval_assets.defs.executors import execute_on_dask
 from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, GRID_JOB, INPUTS_JOB, QUIET_CONSOLE
 from rag_eval_assets.settings import CONFIG_ENV_VAR
 from rag_eval_assets_tests.sample_config import write_sample_config
+from rag_eval_assets_tests.stored_tables import stored_table
 
 DEPTH = 3  # max(k_values): results per question
 ANSWER_KS = (1, 2)
@@ -99,26 +100,25 @@ def test_each_step_ran_as_a_task_of_the_cluster_in_a_worker_process(grid):
 
 def test_partition_tables_hold_every_question(grid):
     assets = grid["assets"]
-    questions = sorted(pd.read_parquet(assets / "evalset.parquet")["id"])
-    results = pd.read_parquet(assets / "retrieval_results" / "retriever=bm25.parquet")
+    questions = sorted(stored_table(assets, "evalset")["id"])
+    results = stored_table(assets, "retrieval_results/retriever=bm25")
     ranks = results.groupby("query_id")["rank"].apply(list)
     assert list(ranks.index) == questions
     assert all(r == list(range(1, DEPTH + 1)) for r in ranks)
     for k in ANSWER_KS:
-        answers = pd.read_parquet(assets / "answers" / "retriever=bm25" / f"k={k}.parquet")
+        answers = stored_table(assets, f"answers/retriever=bm25/k={k}")
         assert sorted(answers["query_id"]) == questions
         assert set(answers["retriever"]) == {"bm25"} and set(answers["k"]) == {k}
         assert (answers["contexts"].map(lambda c: len(json.loads(c))) == k).all()
         # No LLM is configured: the judged table is written, empty.
-        assert pd.read_parquet(assets / "judged_answers" / "retriever=bm25" / f"k={k}.parquet").empty
+        assert stored_table(assets, f"judged_answers/retriever=bm25/k={k}").empty
 
 
 def test_cluster_and_in_process_runs_rank_alike(grid):
-    path = grid["assets"] / "retrieval_results" / "retriever=bm25.parquet"
-    on_cluster = pd.read_parquet(path)
+    on_cluster = stored_table(grid["assets"], "retrieval_results/retriever=bm25")
     job = grid["defs"].resolve_job_def(GRID_JOB)
     assert job.execute_in_process(instance=grid["instance"], partition_key="bm25", run_config=QUIET_CONSOLE).success
-    in_process = pd.read_parquet(path)
+    in_process = stored_table(grid["assets"], "retrieval_results/retriever=bm25")
     pd.testing.assert_frame_equal(on_cluster.drop(columns="latency_s"), in_process.drop(columns="latency_s"))
 
 

@@ -1,12 +1,22 @@
-"""The Parquet IO manager: hive-style partition paths, round trips, metadata, missing partitions, atomic writes."""
+"""The Parquet IO manager: hive-style entries, round trips, metadata, missing partitions, versions that become current
+at once outside a pipeline and only on commit inside one, and the garbage they leave."""
 
+
+import json
+from datetime import datetime, timedelta, timezone
 
 import dagster as dg
 import pandas as pd
 import pytest
 from upath import UPath
 
-from rag_eval_assets.defs.storage.parquet_io_manager import PARTITION_DIMENSIONS_KEY, ParquetIOManagerResource
+from rag_eval_assets.defs.storage.parquet_io_manager import (
+    PARTITION_DIMENSIONS_KEY,
+    PIPELINE_TAG,
+    LazyPartitions,
+    ParquetIOManagerResource,
+)
+from rag_eval_assets.defs.storage.table_store import CURRENT, STAGING, TableStore, version_name
 
 GRID = dg.MultiPartitionsDefinition(
     {"retriever": dg.StaticPartitionsDefinition(["bm25", "dense"]), "k": dg.StaticPartitionsDefinition(["5", "10"])}
@@ -45,16 +55,30 @@ def _key(retriever: str, k: str) -> dg.MultiPartitionKey:
     return dg.MultiPartitionKey({"retriever": retriever, "k": k})
 
 
+def _current(base) -> dict[str, str]:
+    return TableStore(base).current()["tables"]
+
+
+def _table(base, entry: str) -> pd.DataFrame:
+    with TableStore(base).locate(entry).open("rb") as f:
+        return pd.read_parquet(f)
+
+
+def _versions(base) -> list[str]:
+    return sorted(p.relative_to(base).as_posix() for p in base.rglob("*.parquet"))
+
+
 def test_multi_dimensional_partition_written_hive_style_and_read_back(tmp_path):
     result = dg.materialize([grid_table, grid_copy], partition_key=_key("bm25", "10"), resources=_resources(tmp_path))
     assert result.success
-    written = tmp_path / "grid_table" / "retriever=bm25" / "k=10.parquet"
-    assert written.is_file()
-    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.parquet")) == [
-        "grid_copy/k=10/retriever=bm25.parquet",  # no declared order: alphabetical dimensions
-        "grid_table/retriever=bm25/k=10.parquet",
+    current = _current(tmp_path)
+    assert sorted(current) == [
+        "grid_copy/k=10/retriever=bm25",  # no declared order: alphabetical dimensions
+        "grid_table/retriever=bm25/k=10",
     ]
-    copied = pd.read_parquet(tmp_path / "grid_copy" / "k=10" / "retriever=bm25.parquet")
+    assert _versions(tmp_path) == sorted(current.values())  # one version each, under its entry
+    assert all(file.startswith(entry + "/") for entry, file in current.items())
+    copied = _table(tmp_path, "grid_copy/k=10/retriever=bm25")
     assert copied.to_dict("list") == {"retriever": ["bm25", "bm25"], "k": [10, 10], "rank": [1, 2], "copied": [True, True]}
 
 
@@ -74,7 +98,7 @@ def test_missing_partition_fails_with_its_path(tmp_path):
             partition_key=_key("dense", "10"),
             resources=_resources(tmp_path),
         )
-    assert "retriever=dense/k=10.parquet" in str(info.value)
+    assert "grid_table/retriever=dense/k=10" in str(info.value)
     assert "materialize it first" in str(info.value)
 
 
@@ -92,8 +116,7 @@ def test_downstream_reads_all_partitions_one_file_each(tmp_path):
 def test_single_dimension_partitions_use_declared_name(tmp_path):
     for r in ("bm25", "hybrid"):
         dg.materialize([per_retriever], partition_key=r, resources=_resources(tmp_path))
-    files = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.parquet"))
-    assert files == ["per_retriever/retriever=bm25.parquet", "per_retriever/retriever=hybrid.parquet"]
+    assert sorted(_current(tmp_path)) == ["per_retriever/retriever=bm25", "per_retriever/retriever=hybrid"]
 
 
 def test_failed_write_keeps_previous_table(tmp_path):
@@ -108,20 +131,21 @@ def test_failed_write_keeps_previous_table(tmp_path):
     assert dg.materialize([good], resources=_resources(tmp_path)).success
     result = dg.materialize([unserialisable], resources=_resources(tmp_path), raise_on_error=False)
     assert not result.success
-    assert pd.read_parquet(tmp_path / "fragile.parquet")["a"].tolist() == [1, 2, 3]
-    assert [p.name for p in tmp_path.iterdir()] == ["fragile.parquet"]  # no temporary file left behind
+    assert _table(tmp_path, "fragile")["a"].tolist() == [1, 2, 3]
+    assert _versions(tmp_path) == [_current(tmp_path)["fragile"]]  # nothing else written
 
 
-def test_object_store_style_url_is_accepted(tmp_path):
-    # The base path is a UPath: a "file://" URL goes through fsspec exactly as s3:// or gs:// would.
-    url = UPath(tmp_path.as_uri())
-    result = dg.materialize([per_retriever], partition_key="dense", resources=_resources(url))
-    assert result.success
-    assert (tmp_path / "per_retriever" / "retriever=dense.parquet").is_file()
+@pytest.mark.parametrize("scheme", ["file", "memory"])
+def test_object_store_style_url_is_accepted(tmp_path, scheme):
+    # The base path is a UPath: file:// and memory:// go through fsspec exactly as s3:// or gs:// would.
+    url = UPath(tmp_path.as_uri()) if scheme == "file" else UPath(f"memory://{tmp_path.name}/assets")
+    for retriever in ("dense", "bm25"):
+        assert dg.materialize([per_retriever], partition_key=retriever, resources=_resources(url)).success
+    assert sorted(_current(url)) == ["per_retriever/retriever=bm25", "per_retriever/retriever=dense"]
+    assert _table(url, "per_retriever/retriever=dense")["retriever"].tolist() == ["dense"]
 
 
 def test_dict_inputs_are_lazy_one_table_at_a_time(tmp_path):
-    from rag_eval_assets.defs.storage.parquet_io_manager import LazyPartitions
 
     paths = {}
     for name in ("bm25", "dense"):
@@ -149,3 +173,69 @@ def test_dict_input_with_one_partition_is_still_a_dict(tmp_path):
     dg.materialize([single], partition_key="bm25", resources=_resources(tmp_path))
     result = dg.materialize([single.to_source_assets()[0], combined], resources=_resources(tmp_path))
     assert result.output_for_node("combined")["keys"].tolist() == ["bm25"]
+
+
+def _one_value_asset(value: str) -> dg.AssetsDefinition:
+    @dg.asset(name="table")
+    def table() -> pd.DataFrame:
+        return pd.DataFrame({"value": [value]})
+
+    return table
+
+
+@dg.asset(deps=["table"])
+def reader(table: pd.DataFrame) -> pd.DataFrame:
+    return table.assign(read=True)
+
+
+def _pipeline(name: str) -> dict[str, str]:
+    return {PIPELINE_TAG: name}
+
+
+def test_a_pipeline_stages_its_versions_and_readers_see_them_only_after_the_commit(tmp_path):
+    store = TableStore(tmp_path)
+    assert dg.materialize([_one_value_asset("v1")], resources=_resources(tmp_path)).success  # no pipeline: current
+    assert _table(tmp_path, "table")["value"].tolist() == ["v1"]
+    before = (tmp_path / CURRENT).read_bytes()
+
+    assert dg.materialize([_one_value_asset("v2")], resources=_resources(tmp_path), tags=_pipeline("p2")).success
+    assert (tmp_path / CURRENT).read_bytes() == before  # readers still see v1
+    assert _table(tmp_path, "table")["value"].tolist() == ["v1"]
+    assert sorted(store.staged("p2")) == ["table"]
+    # A later stage of the same pipeline reads the staged version; a run outside it reads the current one.
+    source = _one_value_asset("unused").to_source_assets()[0]
+    inside = dg.materialize([source, reader], resources=_resources(tmp_path), tags=_pipeline("p2"))
+    assert inside.output_for_node("reader")["value"].tolist() == ["v2"]
+    outside = dg.materialize([source, reader], resources=_resources(tmp_path))
+    assert outside.output_for_node("reader")["value"].tolist() == ["v1"]
+
+    assert store.commit("p2") == ["reader", "table"]
+    assert _table(tmp_path, "table")["value"].tolist() == ["v2"]
+    assert store.staged("p2") == {} and store.commit("p2") == []  # committing twice changes nothing
+    current = store.current()
+    assert current["pipeline"] == "p2" and current["previous"]["table"].startswith("table/")
+
+    # A third version keeps the previous generation and deletes the one before it.
+    v1 = (tmp_path / current["previous"]["table"])
+    assert dg.materialize([_one_value_asset("v3")], resources=_resources(tmp_path), tags=_pipeline("p3")).success
+    store.commit("p3")
+    assert not v1.exists()
+    table_versions = [v for v in _versions(tmp_path) if v.startswith("table/")]
+    assert table_versions == sorted([store.current()["tables"]["table"], store.current()["previous"]["table"]])
+
+
+def test_a_commit_collects_orphans_older_than_a_day_and_staging_abandoned_for_a_week(tmp_path):
+    old = datetime.now(timezone.utc) - timedelta(days=8)
+    frame = pd.DataFrame({"value": ["x"]})
+    orphans = {}
+    for label, when in (("old", old), ("fresh", datetime.now(timezone.utc))):
+        orphans[label] = tmp_path / "table" / f"{version_name(label, when)}.parquet"
+        orphans[label].parent.mkdir(parents=True, exist_ok=True)
+        frame.to_parquet(orphans[label])
+    abandoned = tmp_path / STAGING / "failed-night" / "table.json"
+    abandoned.parent.mkdir(parents=True)
+    abandoned.write_text(json.dumps({"file": orphans["old"].relative_to(tmp_path).as_posix(),
+                                     "staged_at": old.isoformat(timespec="seconds")}))
+    assert dg.materialize([_one_value_asset("v1")], resources=_resources(tmp_path)).success  # a commit
+    assert not orphans["old"].exists() and not abandoned.parent.exists()
+    assert orphans["fresh"].exists()  # may be a run's write in progress

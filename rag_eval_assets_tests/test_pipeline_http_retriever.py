@@ -8,9 +8,11 @@ import pandas as pd
 from rag_eval_assets.corpus.chunking import ChunkerParams, chunk_documents
 from rag_eval_assets.corpus.load import load_corpus
 from rag_eval_assets.defs.jobs import METRICS_JOB, run_pipeline
+from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.sample_config import SAMPLE, write_sample_config
+from rag_eval_assets_tests.stored_tables import stored_table
 from rag_eval_assets_tests.sut_server import CorpusChunk, sut_server
 
 
@@ -46,18 +48,18 @@ def test_http_partition_is_fetched_once_per_question_and_scored(tmp_path):
         assert all(r.query.get("debug") == ["true"] and r.body["k"] == 5 for r in asks)
     n_questions = N_QUESTIONS
 
-    results = pd.read_parquet(tmp_path / "store" / "assets" / "retrieval_results" / "retriever=http.parquet")
+    results = stored_table(tmp_path / "store" / "assets", "retrieval_results/retriever=http")
     assert not set(results["chunk_id"]) & set(chunks["chunk_id"])  # its ids, not ours
-    table = pd.read_parquet(tmp_path / "store" / "assets" / "retrieval_metrics.parquet")
+    table = stored_table(tmp_path / "store" / "assets", "retrieval_metrics")
     row = table[(table.retriever == "http") & (table.slice == "all") & (table.metric == "recall_any@k") & (table.k == 5)]
     assert len(row) == 1 and 0 < row["value"].iloc[0] <= 1
-    answers = pd.read_parquet(tmp_path / "store" / "assets" / "answers" / "retriever=http" / "k=5.parquet")
+    answers = stored_table(tmp_path / "store" / "assets", "answers/retriever=http/k=5")
     assert set(answers["answerer"]) == {"http"} and len(answers) == n_questions
-    at_one = pd.read_parquet(tmp_path / "store" / "assets" / "answers" / "retriever=http" / "k=1.parquet")
+    at_one = stored_table(tmp_path / "store" / "assets", "answers/retriever=http/k=1")
     assert at_one["answer"].tolist() == answers["answer"].tolist()  # the one response, read at every k
     assert not answers["abstained_inferred"].any()  # the service reports its abstention flag
     assert (answers.loc[~answers["abstained"], "answer"].str.len() > 0).all()
-    ours = pd.read_parquet(tmp_path / "store" / "assets" / "answers" / "retriever=bm25" / "k=5.parquet")
+    ours = stored_table(tmp_path / "store" / "assets", "answers/retriever=bm25/k=5")
     assert set(ours["answerer"]) == {"extractive"}
 
 
@@ -74,15 +76,17 @@ def test_a_failed_call_is_an_error_row_not_an_aborted_partition(tmp_path):
               if e.materialization.asset_key.to_user_string() == "sut_responses"]
     assert (sut.metadata["calls"].value, sut.metadata["errors"].value) == (N_QUESTIONS, 2)
     assets = tmp_path / "store" / "assets"
-    responses = pd.read_parquet(assets / "sut_responses" / "retriever=http.parquet")
+    # The failed check committed nothing: what the run wrote is staged under its pipeline.
+    pipeline = steps[0].result.dagster_run.tags[PIPELINE_TAG]
+    responses = stored_table(assets, "sut_responses/retriever=http", pipeline)
     failed = responses[responses["error"].notna()]
     assert len(failed) == 2 and "status 503" in failed["error"].iloc[0]
-    results = pd.read_parquet(assets / "retrieval_results" / "retriever=http.parquet")
+    results = stored_table(assets, "retrieval_results/retriever=http", pipeline)
     assert set(results["query_id"]) == set(responses["query_id"]) - set(failed["query_id"])
-    answers = pd.read_parquet(assets / "answers" / "retriever=http" / "k=5.parquet")
+    answers = stored_table(assets, "answers/retriever=http/k=5", pipeline)
     errors = answers.set_index("query_id").loc[failed["query_id"], "error"]
     assert errors.tolist() == failed["error"].tolist()  # counted and shown on the answer side too
-    per_query = pd.read_parquet(assets / "retrieval_metrics_per_query.parquet")
+    per_query = stored_table(assets, "retrieval_metrics_per_query", pipeline)
     lost = per_query[(per_query.retriever == "http") & per_query.query_id.isin(failed["query_id"])
                      & (per_query.metric == "hit@k")]
     assert len(lost) and (lost["value"] == 0).all()  # a failed call scores as retrieving nothing

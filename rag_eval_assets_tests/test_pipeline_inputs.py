@@ -5,12 +5,13 @@ import shutil
 from pathlib import Path
 
 import dagster as dg
-import pandas as pd
 import pytest
 
 from rag_eval_assets.defs.jobs import INPUTS_JOB
+from rag_eval_assets.defs.storage.table_store import CURRENT, TableStore
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.evalset.freeze import evalset_sha256
+from rag_eval_assets_tests.stored_tables import stored_table
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
@@ -51,8 +52,11 @@ def test_inputs_materialize_with_versions_and_row_counts(tmp_path, instance):
     assert result.success
     materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     assert materialized == {
-        "evalset", "dev_subset", "corpus_documents", "chunks", "gold_labels", "bm25_index", "dense_index/all-MiniLM-L6-v2"
+        "preflight", "evalset", "dev_subset", "corpus_documents", "chunks", "gold_labels", "bm25_index",
+        "dense_index/all-MiniLM-L6-v2"
     }
+    stored = TableStore(tmp_path / "store" / "assets").current()["tables"]
+    assert set(stored) == materialized - {"preflight"}  # preflight stores no table
 
     sha = evalset_sha256(evalset_file)
     ev = _materialization(result, "evalset")
@@ -65,11 +69,11 @@ def test_inputs_materialize_with_versions_and_row_counts(tmp_path, instance):
     versions = chunks.metadata["version_tuple"].value
     assert versions["index"] == {"chunker_version": "chars-v1", "chunk_size_chars": 800, "overlap_chars": 100}
     assert len(versions["dataset"]["corpus_sha256"]) == 64
-    stored = pd.read_parquet(tmp_path / "store" / "assets" / "chunks.parquet")
+    stored = stored_table(tmp_path / "store" / "assets", "chunks")
     assert len(stored) == chunks.metadata["dagster/row_count"].value > 0
     assert stored["chunk_id"].is_unique
 
-    gold = pd.read_parquet(tmp_path / "store" / "assets" / "gold_labels.parquet")
+    gold = stored_table(tmp_path / "store" / "assets", "gold_labels")
     answerable = {json.loads(line)["id"] for line in evalset_file.read_text(encoding="utf-8").splitlines()
                   if line.strip() and json.loads(line).get("answerable", True) and json.loads(line).get("gold_supports")}
     assert answerable <= set(gold["query_id"])
@@ -90,19 +94,25 @@ def test_changed_evalset_under_same_name_fails_blocking_check(tmp_path, instance
     record["question"] += " (edited)"
     evalset_file.write_text("\n".join([json.dumps(record, ensure_ascii=False)] + lines[1:]) + "\n", encoding="utf-8")
 
+    current = (tmp_path / "store" / "assets" / CURRENT).read_bytes()
     result = _run(config, instance)
     assert not result.success
-    (check,) = [e for e in result.get_asset_check_evaluations() if e.check_name == "frozen_version_unchanged"]
-    assert not check.passed
-    # The blocking check stops everything downstream of the evalset.
-    assert {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()} == {
-        "evalset", "corpus_documents", "chunks", "bm25_index", "dense_index/all-MiniLM-L6-v2"
-    }
-    # The first frozen copy is still there, byte for byte.
+    # Preflight stops the run before any input asset runs: nothing is written, not even a frozen copy.
+    assert {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()} == set()
+    assert f"{evalset_file}: changed after it was frozen as sample_eval_set@" in _failure(result, "preflight")
+    assert (tmp_path / "store" / "assets" / CURRENT).read_bytes() == current
     frozen = list((tmp_path / "store" / "frozen" / "sample_eval_set").glob("*/eval_set.jsonl"))
-    assert len(frozen) == 2
-    originals = [p for p in frozen if p.read_bytes() == (SAMPLE / "evalsets" / "eval_set.jsonl").read_bytes()]
-    assert len(originals) == 1
+    assert [p.read_bytes() for p in frozen] == [(SAMPLE / "evalsets" / "eval_set.jsonl").read_bytes()]
+
+    # Materialized on its own (as from the UI, without preflight), the evalset fails its blocking check before
+    # its table is written.
+    alone = build_defs(config).resolve_implicit_global_asset_job_def().execute_in_process(
+        instance=instance, asset_selection=[dg.AssetKey("evalset")], raise_on_error=False)
+    assert not alone.success and not alone.get_asset_materialization_events()
+    (check,) = alone.get_asset_check_evaluations()
+    assert (check.check_name, check.passed) == ("frozen_version_unchanged", False)
+    assert "give the edited file a new evalset.name" in check.description
+    assert (tmp_path / "store" / "assets" / CURRENT).read_bytes() == current
 
     # A new version name accepts the edit.
     assert _run(_config(tmp_path, evalset_file, name="sample_eval_set_v2"), instance).success
@@ -113,15 +123,18 @@ def test_bad_evalset_fails_and_keeps_stored_tables(tmp_path, instance):
     shutil.copy(SAMPLE / "evalsets" / "eval_set.jsonl", evalset_file)
     config = _config(tmp_path, evalset_file, name="bad")
     assert _run(config, instance).success
-    before = (tmp_path / "store" / "assets" / "evalset.parquet").read_bytes()
+    before = (tmp_path / "store" / "assets" / CURRENT).read_bytes()
 
     evalset_file.write_text(evalset_file.read_text(encoding="utf-8") + '{"id": "broken", "question": \n',
                             encoding="utf-8")
     result = _run(config, instance)
     assert not result.success
-    failure = next(e for e in result.all_events if e.is_step_failure and e.step_key == "evalset")
-    message = failure.step_failure_data.error.cause.message if failure.step_failure_data.error.cause else ""
-    message += failure.step_failure_data.error.message
     n_lines = len(evalset_file.read_text(encoding="utf-8").splitlines())
-    assert f"{evalset_file}:{n_lines}" in message
-    assert (tmp_path / "store" / "assets" / "evalset.parquet").read_bytes() == before
+    assert f"{evalset_file}:{n_lines}" in _failure(result, "preflight")
+    assert (tmp_path / "store" / "assets" / CURRENT).read_bytes() == before
+
+
+def _failure(result: dg.ExecuteInProcessResult, step_key: str) -> str:
+    failure = next(e for e in result.all_events if e.is_step_failure and e.step_key == step_key)
+    error = failure.step_failure_data.error
+    return error.message + (error.cause.message if error.cause else "")

@@ -9,7 +9,6 @@ import json
 import re
 
 import dagster as dg
-import pandas as pd
 import pytest
 
 from rag_eval_assets.defs.jobs import run_pipeline
@@ -17,6 +16,7 @@ from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.llama_server import SMOLLM2_ALIAS, running_smollm2
 from rag_eval_assets_tests.sample_config import SAMPLE, write_sample_config
+from rag_eval_assets_tests.stored_tables import stored_table
 
 SECRET = "sk-test-7f3a9c-never-store-me"
 
@@ -54,21 +54,21 @@ def test_llm_answers_judgments_and_generated_queries(tmp_path, server_url, monke
         logs = json.dumps([str(entry) for s in steps for entry in instance.all_logs(s.result.run_id)])
 
     store = tmp_path / "store"
-    answers = pd.read_parquet(store / "assets" / "answers" / "retriever=bm25" / "k=3.parquet")
+    answers = stored_table(store / "assets", "answers/retriever=bm25/k=3")
     assert len(answers) == 1 and set(answers["answerer"]) == {"llm"}
     for row in answers.itertuples():
         # A parsed reply has tokens and a model; a failed one says why. Nothing is silently empty.
         assert (row.error is None and row.prompt_tokens > 0 and row.model == SMOLLM2_ALIAS) or isinstance(row.error, str)
-    judged = pd.read_parquet(store / "assets" / "judged_answers" / "retriever=bm25" / "k=3.parquet")
+    judged = stored_table(store / "assets", "judged_answers/retriever=bm25/k=3")
     assert sorted(judged["judge"].unique()) == ["correctness", "groundedness"] and len(judged) == 2
     assert (judged["score"].notna() | judged["error"].notna()).all()
     assert set(judged["judge_model"]) == {SMOLLM2_ALIAS} and set(judged["temperature"]) == {0.0}
 
-    table = pd.read_parquet(store / "assets" / "answer_metrics.parquet")
+    table = stored_table(store / "assets", "answer_metrics")
     # With an endpoint an LLM metric is computed, or says which of its calls failed: never "no endpoint".
     notes = table["note"].dropna()
     assert all(re.match(r"not computed: (\d+ of \d+ calls failed|no row was sent) \(", n) for n in notes), notes
-    generated = pd.read_parquet(store / "assets" / "generated_queries.parquet")
+    generated = stored_table(store / "assets", "generated_queries")
     generated_file = store / "generated" / "generated_queries.jsonl"
     assert generated_file.is_file() and len(generated) == len(generated_file.read_text().splitlines())
 

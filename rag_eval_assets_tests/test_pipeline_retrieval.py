@@ -3,13 +3,14 @@
 import json
 
 import dagster as dg
-import pandas as pd
 import pytest
 
 from rag_eval_assets.defs.jobs import GRID_JOB, run_pipeline
+from rag_eval_assets.defs.storage.table_store import TableStore
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.sample_config import write_sample_config
+from rag_eval_assets_tests.stored_tables import stored_table
 
 
 
@@ -34,24 +35,26 @@ def test_every_job_and_partition_succeeds(pipeline):
         *[("answer_grid_job", f"{k}|{r}", True) for k in (5, 10) for r in ("bm25", "dense", "hybrid")],
         ("metrics_job", None, True),
     ]
-    files = sorted(p.name for p in (assets / "retrieval_results").iterdir())
-    assert files == ["retriever=bm25.parquet", "retriever=dense.parquet", "retriever=hybrid.parquet"]
+    current = TableStore(assets).current()["tables"]
+    assert sorted(e for e in current if e.startswith("retrieval_results/")) == [
+        "retrieval_results/retriever=bm25", "retrieval_results/retriever=dense", "retrieval_results/retriever=hybrid"
+    ]
 
 
 def test_results_have_depth_of_largest_k_and_latency(pipeline):
     assets, _, _, _ = pipeline
     for name in ("bm25", "dense", "hybrid"):
-        results = pd.read_parquet(assets / "retrieval_results" / f"retriever={name}.parquet")
+        results = stored_table(assets, f"retrieval_results/retriever={name}")
         assert results.groupby("query_id")["rank"].max().max() == 10
         assert (results["latency_s"] > 0).all()
         assert results.groupby("query_id")["rank"].apply(lambda r: list(r) == list(range(1, len(r) + 1))).all()
-    hybrid = pd.read_parquet(assets / "retrieval_results" / "retriever=hybrid.parquet")
+    hybrid = stored_table(assets, "retrieval_results/retriever=hybrid")
     assert hybrid[["score_bm25", "score_dense"]].notna().any().all()
 
 
 def test_metric_tables_carry_chunking_and_versions(pipeline):
     assets, steps, _, _ = pipeline
-    table = pd.read_parquet(assets / "retrieval_metrics.parquet")
+    table = stored_table(assets, "retrieval_metrics")
     assert set(table["retriever"]) == {"bm25", "dense", "hybrid"}
     assert set(table["k"]) == {1, 3, 5, 10}
     assert (table["chunk_size_chars"] == 800).all() and (table["overlap_chars"] == 100).all()
@@ -69,13 +72,11 @@ def test_metric_tables_carry_chunking_and_versions(pipeline):
 
 def test_backfilling_one_retriever_leaves_the_others_untouched(pipeline):
     assets, _, defs, instance = pipeline
-    others = {n: (assets / "retrieval_results" / f"retriever={n}.parquet").stat().st_mtime_ns for n in ("bm25", "hybrid")}
-    target = assets / "retrieval_results" / "retriever=dense.parquet"
-    before = target.stat().st_mtime_ns
+    before = TableStore(assets).current()["tables"]
     result = defs.resolve_job_def(GRID_JOB).execute_in_process(instance=instance, partition_key="dense")
     assert result.success
-    assert target.stat().st_mtime_ns > before
-    assert {n: (assets / "retrieval_results" / f"retriever={n}.parquet").stat().st_mtime_ns for n in others} == others
+    after = TableStore(assets).current()["tables"]
+    assert {entry for entry in after if after[entry] != before[entry]} == {"retrieval_results/retriever=dense"}
 
 
 def test_folder_filter_reports_scope_miss_rate(tmp_path):
@@ -85,26 +86,26 @@ def test_folder_filter_reports_scope_miss_rate(tmp_path):
     (tmp_path / "home").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
         assert all(s.result.success for s in run_pipeline(build_defs(config), load_settings(config), instance))
-    results = pd.read_parquet(tmp_path / "store" / "assets" / "retrieval_results" / "retriever=bm25.parquet")
-    evalset = pd.read_parquet(tmp_path / "store" / "assets" / "evalset.parquet")
+    results = stored_table(tmp_path / "store" / "assets", "retrieval_results/retriever=bm25")
+    evalset = stored_table(tmp_path / "store" / "assets", "evalset")
     folders = dict(zip(evalset["id"], evalset["folders"].map(json.loads)))
     for query_id, paths in results.groupby("query_id")["doc_id"]:
         if folders[query_id]:
             assert all(any(p.startswith(f.strip("/") + "/") for f in folders[query_id]) for p in paths)
-    table = pd.read_parquet(tmp_path / "store" / "assets" / "retrieval_metrics.parquet")
+    table = stored_table(tmp_path / "store" / "assets", "retrieval_metrics")
     scope = table[(table["metric"] == "scope_miss_rate") & (table["slice"] == "all")]
     assert len(scope) == 1 and 0.0 <= scope["value"].item() <= 1.0 and scope["n"].item() > 0
 
 
 def test_a_seed_002_evalset_without_rules_has_no_weighted_score(pipeline):
     assets, _, _, _ = pipeline
-    table = pd.read_parquet(assets / "answer_metrics.parquet")
+    table = stored_table(assets, "answer_metrics")
     weighted = table[table["metric"] == "weighted_score"]
     # One row per answer cell, each saying why it has no value, never a default 1.0.
     assert len(weighted) == 6 and weighted["value"].isna().all()
     assert set(weighted["note"]) == {"not applicable: no question has a seed 000 rule (must_include, "
                                      "must_include_any, must_not_include, require_citation)"}
-    per_query = pd.read_parquet(assets / "answer_metrics_per_query.parquet")
+    per_query = stored_table(assets, "answer_metrics_per_query")
     assert not set(per_query["metric"]) & {"question_score", "include_rate", "safe_ok", "base_score"}
     (run_dir,) = (assets.parent / "runs").iterdir()
     summary = (run_dir / "summary.md").read_text(encoding="utf-8")

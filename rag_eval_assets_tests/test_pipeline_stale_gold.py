@@ -6,12 +6,12 @@ import json
 import shutil
 
 import dagster as dg
-import pandas as pd
 import pytest
 
 from rag_eval_assets.defs.jobs import INPUTS_JOB, run_pipeline
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.settings import load_settings
+from rag_eval_assets_tests.stored_tables import stored_table
 from rag_eval_assets_tests.sample_config import SAMPLE, SAMPLE_EVALSET, write_sample_config
 
 SETTINGS = "retrievers: [bm25]\nk_values: [5]\nanswering: {k_values: [5]}\n"
@@ -77,24 +77,24 @@ def test_stale_gold_is_a_warning_and_the_run_goes_on(lenient):
 
 def test_each_question_is_scored_on_the_gold_that_resolved(lenient):
     store, _ = lenient
-    gold = pd.read_parquet(store / "assets" / "gold_labels.parquet")
+    gold = stored_table(store / "assets", "gold_labels")
     assert set(gold.loc[gold["query_id"] == "test_005", "support_index"]) == {0}
     assert "test_010" not in set(gold["query_id"])
 
-    per_query = pd.read_parquet(store / "assets" / "retrieval_metrics_per_query.parquet")
+    per_query = stored_table(store / "assets", "retrieval_metrics_per_query")
     values = per_query[per_query["k"] == 5].pivot_table(index="query_id", columns="metric", values="value",
                                                         dropna=False)
     assert values.loc["test_010"].isna().all()  # nothing resolved: unlabelled, left out
     # test_005's group [0, 1] loses the unresolved support 1: recall_all@5 asks for support 0 alone, which bm25 puts
     # in the top 5 (support 1 kept in the group would have made recall_all@5 impossible).
-    results = pd.read_parquet(store / "assets" / "retrieval_results" / "retriever=bm25.parquet")
+    results = stored_table(store / "assets", "retrieval_results/retriever=bm25")
     top5 = set(results[(results["query_id"] == "test_005") & (results["rank"] <= 5)]["chunk_id"])
     assert top5 & set(gold.loc[gold["query_id"] == "test_005", "chunk_id"])
     assert values.loc["test_005", "recall_all@k"] == values.loc["test_005", "recall_any@k"] == 1.0
 
-    table = pd.read_parquet(store / "assets" / "retrieval_metrics.parquet")
+    table = stored_table(store / "assets", "retrieval_metrics")
     hit = table[(table["slice"] == "all") & (table["metric"] == "hit@k")]
-    evalset = pd.read_parquet(store / "assets" / "evalset.parquet")
+    evalset = stored_table(store / "assets", "evalset")
     assert hit["n"].item() == len(evalset) - 1  # every question (negatives too) but test_010
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from rag_eval_assets.cli import main
+from rag_eval_assets_tests.stored_tables import stored_table
 from rag_eval_assets_tests.synthetic_beir import write_collection
 
 ANSWER_KS = (5, 10)
@@ -122,7 +123,10 @@ def test_the_ui_metadata_leads_with_the_verdict_and_holds_the_whole_gate_table(n
     gate = comparison["gate"].value
     for k in (1, 3, 5, 10):
         assert f"| bm25@{k} | ndcg@k | {SMALL[k]:.4f} |" in gate and gate.count("| worse |") == 4
-    table = pd.read_parquet(tmp / "store" / "assets" / "run_comparison.parquet")
+    # The worse run's table is kept, named in its metadata, but its failed gate left the previous run's current.
+    table = pd.read_parquet(tmp / "store" / "assets" / comparison["stored_as"].value)
     gated = table[table["gate"]]
     assert list(gated["k"]) == [1, 3, 5, 10] and set(gated["result"]) == {"worse"}
     assert len(table) > len(gated) and table["metric"].nunique() > 5  # every metric's delta, not only the gate's
+    current = stored_table(tmp / "store" / "assets", "run_comparison")
+    assert set(current.loc[current["gate"], "result"]) == {"no significant change"}

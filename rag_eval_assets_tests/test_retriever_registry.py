@@ -8,13 +8,13 @@ import subprocess
 import sys
 
 import dagster as dg
-import pandas as pd
 import pytest
 
 from rag_eval_assets.defs.jobs import run_pipeline
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.settings import load_settings
+from rag_eval_assets_tests.stored_tables import stored_table
 from rag_eval_assets_tests.sample_config import REPO, write_sample_config
 
 VARIANTS = (
@@ -74,10 +74,10 @@ def test_two_bm25_settings_and_two_models_compare_in_one_run(tmp_path):
     assert {k for k in built if "index" in k} == {"bm25_index", "dense_index/all-MiniLM-L6-v2",
                                                  "dense_index/use-multilingual-v3"}
     assets = tmp_path / "store" / "assets"
-    plain = pd.read_parquet(assets / "retrieval_results" / "retriever=bm25.parquet")
-    tuned = pd.read_parquet(assets / "retrieval_results" / "retriever=bm25_tuned.parquet")
+    plain = stored_table(assets, "retrieval_results/retriever=bm25")
+    tuned = stored_table(assets, "retrieval_results/retriever=bm25_tuned")
     assert not plain["score"].equals(tuned["score"])  # k1 and b really differ
-    table = pd.read_parquet(assets / "retrieval_metrics.parquet")
+    table = stored_table(assets, "retrieval_metrics")
     assert set(table["retriever"]) == {"bm25", "bm25_tuned", "minilm", "use", "hybrid_use"}
     run_dir = next((tmp_path / "store" / "runs").iterdir())
     config_json = json.loads((run_dir / "config.json").read_text())

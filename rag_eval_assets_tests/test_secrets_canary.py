@@ -22,6 +22,7 @@ from rag_eval_assets.corpus.load import load_corpus
 from rag_eval_assets_tests.dagster_server import BIN, dagster_env, graphql, running_server, wait_for_asset_keys
 from rag_eval_assets_tests.llm_fault_server import Reply, Status, llm_fault_server, schema_reply
 from rag_eval_assets_tests.sample_config import SAMPLE, write_sample_config
+from rag_eval_assets_tests.stored_tables import stored_table
 from rag_eval_assets_tests.sut_server import CorpusChunk, sut_server, unused_port
 
 KEY = "CANARY-KEY-4f1e"
@@ -148,7 +149,7 @@ def test_no_canary_reaches_any_artifact_log_terminal_or_the_ui(tmp_path, monkeyp
         # Another model name: the replies of the first run are cached under the first one.
         _run(_config(tmp_path, evalset, _with_password(llm.base_url), sut.url, model="canary-model-2"))
         terminal.append(capfd.readouterr())
-    answers = pd.read_parquet(tmp_path / "store" / "assets" / "answers" / "retriever=http" / "k=1.parquet")
+    answers = stored_table(tmp_path / "store" / "assets", "answers/retriever=http/k=1")
     assert answers["error"].str.contains("status 401").all()  # the failures were written, with their URLs
     assert answers["error"].str.contains(f"POST {sut.url}/api/v1/ask").all()
 

@@ -12,13 +12,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from rag_eval_assets.evalset.freeze import eval_set_version, evalset_sha256
 from rag_eval_assets.evalset.load import load_evalset
 from rag_eval_assets_tests.real_components import CHROMIUM, CHROMIUM_ARGS, unavailable
 from rag_eval_assets_tests.dagster_server import BIN, REPO, dagster_env, graphql, running_server, wait_for_asset_keys
+from rag_eval_assets_tests.stored_tables import stored_table
 
 ARTIFACTS = REPO / "test-artifacts" / "ui"
 EVALSET_NAME = "sample_eval_set"
@@ -143,7 +143,7 @@ def test_materialize_evalset_from_the_ui(browser, dagster_ui, tmp_path):
     assert materialization["runId"] == run["runId"]
     assert metadata["questions"] == len(questions)
     assert metadata["eval_set_version"] == version
-    table = pd.read_parquet(storage / "assets" / "evalset.parquet")
+    table = stored_table(storage / "assets", "evalset")
     assert list(table["id"]) == [q.id for q in questions]
 
     page.reload()

@@ -3,12 +3,16 @@ answer grid and the report (metrics, run directory, comparison with the previous
 
 Written by hand: Dagster's partitioned-schedule helper refuses a static x static grid. Every request carries one run
 key per night, stage and partition, and the sensor never asks again for a run the night already has, so a restarted
-daemon never runs a night twice.
+daemon never runs a night twice. A night is one pipeline (PIPELINE_TAG `nightly-<night>` on every run): once all its
+stages have succeeded, the sensor commits its tables, so a night that fails anywhere leaves the last good night's
+tables current.
 
 With `alerts.on` holding `failed`, a failed or canceled nightly run posts one alert through run-status sensors
 (running by default: a configured alert is meant to fire). A metrics run that failed because its verdict was worse
 is left to the verdict's own alert, so a worse night gives one message, not two.
 """
+
+from collections.abc import Callable
 
 import dagster as dg
 
@@ -19,11 +23,13 @@ from rag_eval_assets.runs.store import run_of_pipeline
 from rag_eval_assets.defs.jobs import (
     INPUTS_JOB,
     answer_grid_job,
+    commit_pipeline,
     inputs_job,
     metrics_job,
     pipeline_stages,
     retrieval_grid_job,
 )
+from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
 from rag_eval_assets.settings import Settings
 
 NIGHT_TAG = "rag_eval/night"
@@ -37,7 +43,11 @@ _FAILED = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
 def nightly_benchmark(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
     """02:00 UTC: freeze the evalset, chunk and index; the sensor below takes the night from there."""
     night = context.scheduled_execution_time.strftime("%Y-%m-%d")
-    return dg.RunRequest(run_key=f"nightly-{night}-{INPUTS_JOB}", tags={NIGHT_TAG: night})
+    return dg.RunRequest(run_key=f"nightly-{night}-{INPUTS_JOB}", tags=night_tags(night))
+
+
+def night_tags(night: str) -> dict[str, str]:
+    return {NIGHT_TAG: night, PIPELINE_TAG: f"nightly-{night}"}
 
 
 def _latest_night(instance: dg.DagsterInstance) -> str | None:
@@ -47,9 +57,12 @@ def _latest_night(instance: dg.DagsterInstance) -> str | None:
     return None
 
 
-def nightly_requests(instance: dg.DagsterInstance, stages: list[tuple[str, list[str | None]]]):
+def nightly_requests(instance: dg.DagsterInstance, stages: list[tuple[str, list[str | None]]],
+                     commit: Callable[[str], list[str]]):
     """The run requests the latest night needs next: every partition of the first unfinished stage that has no run
-    yet, once the stages before it all succeeded. `stages` = (job name, partition keys) in order, inputs first."""
+    yet, once the stages before it all succeeded. `stages` = (job name, partition keys) in order, inputs first. When
+    every stage has succeeded, `commit(pipeline)` makes the night's tables current (nothing left to commit after
+    the first time)."""
     night = _latest_night(instance)
     if night is None:
         return dg.SkipReason("no nightly run yet")
@@ -73,11 +86,12 @@ def nightly_requests(instance: dg.DagsterInstance, stages: list[tuple[str, list[
                 run_key=f"nightly-{night}-{job_name}" + (f"-{p}" if p else ""),
                 job_name=job_name,
                 partition_key=p,
-                tags={NIGHT_TAG: night},
+                tags=night_tags(night),
             )
             for p in missing
         ]
-    return dg.SkipReason(f"night {night} is complete")
+    committed = commit(night_tags(night)[PIPELINE_TAG])
+    return dg.SkipReason(f"night {night} is complete" + (f"; committed {len(committed)} tables" if committed else ""))
 
 
 def failed_run_alert(settings: Settings, run: dg.DagsterRun, error: str | None) -> str:
@@ -131,6 +145,6 @@ def automation_defs(settings: Settings) -> dg.Definitions:
                minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.STOPPED)
     def nightly_progress(context: dg.SensorEvaluationContext):
         """Starts the next stage of the latest night once the previous one has succeeded; the report comes last."""
-        return nightly_requests(context.instance, stages)
+        return nightly_requests(context.instance, stages, lambda pipeline: commit_pipeline(settings, pipeline))
 
     return dg.Definitions(schedules=[nightly_benchmark], sensors=[nightly_progress, *alert_sensors(settings)])

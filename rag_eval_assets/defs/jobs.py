@@ -1,17 +1,21 @@
 """Jobs: inputs (evalset, corpus, chunks, indexes), the partitioned evaluation grid, and the metric tables.
 
 Assets with different partitioning cannot share a run, so the whole pipeline is these jobs in this order; the CLI,
-`make run` and the nightly schedule all go through them.
+`make run` and the nightly schedule all go through them. Every run of one pipeline carries the same PIPELINE_TAG,
+and its tables become the ones readers see only when its last stage has succeeded (commit_pipeline).
 """
 
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 import dagster as dg
 
 from rag_eval_assets.defs.partitions import SUT_GROUP, answer_grid_partitions, retriever_partitions, sut_partitions
+from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
+from rag_eval_assets.defs.storage.table_store import TableStore
 from rag_eval_assets.settings import Settings
 
 INPUTS_JOB = "inputs_job"
@@ -72,6 +76,11 @@ def pipeline_stages(settings: Settings) -> list[tuple[str, list[str | None]]]:
     ]
 
 
+def commit_pipeline(settings: Settings, pipeline: str) -> list[str]:
+    """Make the tables `pipeline` wrote current, in one put of current.json; the entries committed."""
+    return TableStore(settings.assets_dir).commit(pipeline)
+
+
 def run_pipeline(
     defs: dg.Definitions,
     settings: Settings,
@@ -79,16 +88,19 @@ def run_pipeline(
     tags: Mapping[str, str] | None = None,
     around: Callable[[str], AbstractContextManager] = lambda run_id: nullcontext(),
 ) -> Iterator[StepOutcome]:
-    """Every stage in order, in this process; stop at the first failed run. Each run gets `tags`, and executes
-    inside `around(run_id)`."""
+    """Every stage in order, in this process; stop at the first failed run. Each run gets `tags` and the pipeline's
+    PIPELINE_TAG, and executes inside `around(run_id)`. After the last stage succeeded, the tables commit."""
+    pipeline = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+    tags = {**(tags or {}), PIPELINE_TAG: pipeline}
     for job_name, partitions in pipeline_stages(settings):
         for partition in partitions:
             run_id = str(uuid.uuid4())
             with around(run_id):
                 result = defs.resolve_job_def(job_name).execute_in_process(
                     instance=instance, partition_key=partition, raise_on_error=False, run_config=QUIET_CONSOLE,
-                    run_id=run_id, tags=dict(tags or {}),
+                    run_id=run_id, tags=tags,
                 )
             yield StepOutcome(job_name, partition, result)
             if not result.success:
                 return
+    commit_pipeline(settings, pipeline)

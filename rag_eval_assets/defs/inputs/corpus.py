@@ -4,21 +4,23 @@
 import dagster as dg
 import pandas as pd
 
-from rag_eval_assets.corpus.chunking import CHUNKER_VERSION, ChunkerParams, chunk_documents
+from rag_eval_assets.corpus.chunking import CHUNKER_VERSION
 from rag_eval_assets.corpus.gold import resolve_gold_report, unresolved_count, unresolved_summary
 from rag_eval_assets.corpus.load import corpus_sha256, load_corpus
 from rag_eval_assets.corpus.model import CHUNK_COLUMNS
 from rag_eval_assets.corpus.tables import documents_from_frame, documents_to_frame
+from rag_eval_assets.defs.inputs.preflight import preflight
 from rag_eval_assets.defs.metadata import preview, upstream_versions, version_metadata
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.evalset.tables import questions_from_frame
+from rag_eval_assets.preflight import chunk_corpus
 from rag_eval_assets.runs.versions import VersionTuple
 
 GOLD_CHECK = "gold_resolves"
 UNRESOLVED_GOLD = "unresolved_gold"
 
 
-@dg.asset(group_name="inputs", kinds={"pandas", "parquet"})
+@dg.asset(group_name="inputs", kinds={"pandas", "parquet"}, deps=[preflight])
 def corpus_documents(settings: RagEvalSettings) -> dg.Output[pd.DataFrame]:
     """Every document of the corpus, one row per section (Markdown section, PDF page, text file)."""
     s = settings.load()
@@ -45,21 +47,20 @@ def chunks(
 ) -> dg.Output[pd.DataFrame]:
     """Chunks that never cross a section or a page, with stable ids (seed 002)."""
     s = settings.load()
-    params = ChunkerParams(s.chunking.chunk_size_chars, s.chunking.overlap_chars)
-    df = chunk_documents(documents_from_frame(corpus_documents), s.corpus.id, params)
+    df = chunk_corpus(s, documents_from_frame(corpus_documents))
     versions = upstream_versions(context, "corpus_documents").with_part(
         "index",
         chunker_version=CHUNKER_VERSION,
-        chunk_size_chars=params.chunk_size_chars,
-        overlap_chars=params.overlap_chars,
+        chunk_size_chars=s.chunking.chunk_size_chars,
+        overlap_chars=s.chunking.overlap_chars,
     )
     return dg.Output(
         df,
         metadata={
             "chunks": len(df),
             "chunker_version": CHUNKER_VERSION,
-            "chunk_size_chars": params.chunk_size_chars,
-            "overlap_chars": params.overlap_chars,
+            "chunk_size_chars": s.chunking.chunk_size_chars,
+            "overlap_chars": s.chunking.overlap_chars,
             "mean_chars": float(df["text"].str.len().mean()) if len(df) else 0.0,
             "preview": preview(df, ["chunk_id", "rel_path", "heading_path", "page", "text"]),
             **version_metadata(versions),

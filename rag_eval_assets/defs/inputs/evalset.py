@@ -4,13 +4,14 @@
 import dagster as dg
 import pandas as pd
 
+from rag_eval_assets.defs.inputs.preflight import preflight
 from rag_eval_assets.defs.metadata import preview, upstream_versions, version_metadata
 from rag_eval_assets.defs.resources import RagEvalSettings
-from rag_eval_assets.evalset.freeze import eval_set_version, evalset_sha256
+from rag_eval_assets.errors import InputError
 from rag_eval_assets.evalset.frozen_store import freeze
-from rag_eval_assets.evalset.load import load_evalset
 from rag_eval_assets.evalset.subset import dev_subset as make_dev_subset
 from rag_eval_assets.evalset.tables import questions_from_frame, questions_to_frame
+from rag_eval_assets.preflight import check_evalset
 from rag_eval_assets.runs.versions import VersionTuple
 
 FROZEN_CHECK = "frozen_version_unchanged"
@@ -23,6 +24,7 @@ def _counts(df: pd.DataFrame, column: str) -> dg.MetadataValue:
 @dg.asset(
     group_name="inputs",
     kinds={"pandas", "parquet"},
+    deps=[preflight],
     check_specs=[
         dg.AssetCheckSpec(
             FROZEN_CHECK,
@@ -35,11 +37,16 @@ def _counts(df: pd.DataFrame, column: str) -> dg.MetadataValue:
 def evalset(context: dg.AssetExecutionContext, settings: RagEvalSettings):
     """The evaluation questions, frozen: content sha256 -> eval_set_version (name@sha) and the data version."""
     s = settings.load()
-    questions = load_evalset(s.evalset.path, s.evalset.format)
-    sha = evalset_sha256(s.evalset.path)
-    version = eval_set_version(s.evalset.name, sha)
-    record = freeze(s.evalset.path, s.frozen_dir, s.evalset.name, sha)
-    df = questions_to_frame(questions)
+    checked = check_evalset(s)
+    sha, version = checked.sha256, checked.version
+    check_metadata = {"name": s.evalset.name, "sha256": sha, "registered_sha256": checked.registered_sha256 or sha}
+    if checked.problem is not None:
+        # Failed before the table and the frozen copy are written: an edited evalset changes nothing stored.
+        yield dg.AssetCheckResult(check_name=FROZEN_CHECK, passed=False, metadata=check_metadata,
+                                  description=str(checked.problem))
+        raise InputError([checked.problem])
+    freeze(s.evalset.path, s.frozen_dir, s.evalset.name, sha)
+    df = questions_to_frame(checked.questions)
     versions = VersionTuple().with_part("dataset", evalset_sha256=sha, eval_set_version=version)
     yield dg.Output(
         df,
@@ -56,15 +63,7 @@ def evalset(context: dg.AssetExecutionContext, settings: RagEvalSettings):
             **version_metadata(versions),
         },
     )
-    yield dg.AssetCheckResult(
-        check_name=FROZEN_CHECK,
-        passed=record.unchanged,
-        metadata={"name": s.evalset.name, "sha256": sha, "registered_sha256": record.registered_sha256},
-        description=None
-        if record.unchanged
-        else f"{s.evalset.path} changed after it was frozen as {s.evalset.name}@{record.registered_sha256[:12]}; "
-        "give the edited file a new evalset.name",
-    )
+    yield dg.AssetCheckResult(check_name=FROZEN_CHECK, passed=True, metadata=check_metadata)
 
 
 @dg.asset(group_name="inputs", kinds={"pandas", "parquet"})

@@ -1,13 +1,14 @@
 """One Parquet IO manager for every table asset, local or on an object store (any fsspec / UPath URL).
 
-Partitions get hive-style paths (`retriever=bm25/k=10`), one file per partition, so a backfill of one partition
-rewrites one file and readers can load a single partition. Files are written to a temporary name and renamed,
-so a failed run never leaves a half-written table in place of the previous one.
+Each output is written as a new version of its entry (table_store.py): `chunks`, or with hive-style partition parts
+`retrieval_results/retriever=bm25`, `answers/retriever=bm25/k=10`. Readers see the versions named by current.json.
+A run tagged with PIPELINE_TAG stages its versions (its own later loads see them) and they become current together
+when the pipeline commits (defs/jobs.py, the nightly sensor); a run without the tag (a materialization from the UI,
+a backfill run, `dg.materialize`) makes each output current as soon as it is written.
 """
 
 
 import typing
-import uuid
 
 import dagster as dg
 import pandas as pd
@@ -15,8 +16,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from upath import UPath
 
+from rag_eval_assets.defs.storage.table_store import TableStore
+
 # Asset metadata key naming the partition dimensions in path order (e.g. ["retriever", "k"]).
 PARTITION_DIMENSIONS_KEY = "partition_dimensions"
+# Run tag: the pipeline a run belongs to; every stage of one pipeline carries the same value.
+PIPELINE_TAG = "rag_eval/pipeline"
+
+
+def pipeline_of(context: dg.InputContext | dg.OutputContext) -> str | None:
+    try:
+        return context.step_context.dagster_run.tags.get(PIPELINE_TAG)
+    except dg.DagsterInvariantViolationError:  # loaded outside a run (Definitions.load_asset_value)
+        return None
 
 
 def _declared_dimensions(context: dg.InputContext | dg.OutputContext) -> list[str]:
@@ -28,6 +40,19 @@ def _declared_dimensions(context: dg.InputContext | dg.OutputContext) -> list[st
 def _dimension_order(context: dg.InputContext | dg.OutputContext, names: list[str]) -> list[str]:
     declared = _declared_dimensions(context)
     return [n for n in declared if n in names] + sorted(n for n in names if n not in declared)
+
+
+def entry_of(context: dg.InputContext | dg.OutputContext, partition_key: str | None) -> str:
+    """`asset[/dimension=value...]`: dimensions in the producing asset's declared order, else alphabetical."""
+    parts = list(context.asset_key.path)
+    if partition_key is not None:
+        partitions_def = context.asset_partitions_def
+        if isinstance(partitions_def, dg.MultiPartitionsDefinition):
+            values = partitions_def.get_partition_key_from_str(str(partition_key)).keys_by_dimension
+            parts += [f"{name}={values[name]}" for name in _dimension_order(context, list(values))]
+        else:
+            parts.append(f"{(_declared_dimensions(context) or ['partition'])[0]}={partition_key}")
+    return "/".join(parts)
 
 
 class LazyPartitions(dict):
@@ -56,69 +81,58 @@ def _read(path: UPath) -> pd.DataFrame:
         return pq.read_table(f).to_pandas()
 
 
-class ParquetIOManager(dg.UPathIOManager):
-    extension = ".parquet"
+class ParquetIOManager(dg.IOManager):
+    def __init__(self, store: TableStore):
+        self.store = store
 
-    def get_path_for_partition(
-        self, context: dg.InputContext | dg.OutputContext, path: UPath, partition: str
-    ) -> UPath:
-        partitions_def = context.asset_partitions_def
-        if isinstance(partitions_def, dg.MultiPartitionsDefinition):
-            # UPathIOManager hands us the values joined by "/" in alphabetical dimension order.
-            names = sorted(partitions_def.partition_dimension_names)
-            values = dict(zip(names, partition.split("/"), strict=True))
-            parts = [f"{name}={values[name]}" for name in _dimension_order(context, names)]
-        else:
-            declared = _declared_dimensions(context) or ["partition"]
-            parts = [f"{declared[0]}={partition}"]
-        return path.joinpath(*parts)
-
-    def load_input(self, context: dg.InputContext):
-        # A partition mapped to no upstream partition (a retriever that is not a service under test, reading
-        # sut_responses) gets an empty mapping; Dagster would hand back None.
-        if context.has_asset_partitions and not context.asset_partition_keys and \
-                typing.get_origin(context.dagster_type.typing_type) is dict:
-            return LazyPartitions({})
-        return super().load_input(context)
-
-    def load_partitions(self, context: dg.InputContext):
-        # An input annotated as a dict of partitions gets a LazyPartitions whatever the number of partitions (one
-        # retriever is a valid grid; Dagster would hand back a bare table); a single-partition input gets its table.
-        if typing.get_origin(context.dagster_type.typing_type) is not dict:
-            return super().load_partitions(context)
-        paths = self._get_paths_for_partitions(context)
-        missing = [str(path) for path in paths.values() if not path.exists()]
-        if missing:
-            raise FileNotFoundError(
-                f"{context.asset_key.to_user_string()}: no stored table at {', '.join(missing)}; materialize it first"
-            )
-        return LazyPartitions({str(key): path for key, path in paths.items()})
-
-    def dump_to_path(self, context: dg.OutputContext, obj: pd.DataFrame, path: UPath) -> None:
+    def handle_output(self, context: dg.OutputContext, obj: pd.DataFrame) -> None:
+        name = context.asset_key.to_user_string() if context.has_asset_key else context.name
+        if not context.has_asset_key:
+            raise TypeError(f"{name}: this IO manager stores asset outputs only")
         if not isinstance(obj, pd.DataFrame):
-            raise TypeError(f"{context.asset_key.to_user_string()}: expected a pandas DataFrame, got {type(obj)}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        table = pa.Table.from_pandas(obj, preserve_index=False)
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        with tmp.open("wb") as f:
-            pq.write_table(table, f)
-        tmp.rename(path)
-
-    def load_from_path(self, context: dg.InputContext, path: UPath) -> pd.DataFrame:
-        if not path.exists():
-            raise FileNotFoundError(
-                f"{context.asset_key.to_user_string()}: no stored table at {path}; materialize it first"
-            )
-        return _read(path)
-
-    def get_metadata(self, context: dg.OutputContext, obj: pd.DataFrame) -> dict[str, dg.MetadataValue]:
-        columns = [
-            dg.TableColumn(name=str(name), type=str(dtype)) for name, dtype in zip(obj.columns, obj.dtypes)
-        ]
-        return {
+            raise TypeError(f"{name}: expected a pandas DataFrame, got {type(obj)}")
+        keys = context.asset_partition_keys if context.has_asset_partitions else [None]
+        if len(keys) != 1:
+            raise ValueError(f"{name}: one output holds one partition; launch backfills with one run per partition")
+        entry = entry_of(context, keys[0])
+        table = pa.Table.from_pandas(obj, preserve_index=False)  # fails before anything is written
+        file = self.store.write(entry, table, context.run_id)
+        pipeline = pipeline_of(context)
+        if pipeline is None:
+            self.store.commit_now(entry, file, f"run {context.run_id}")
+        else:
+            self.store.stage(pipeline, entry, file)
+        columns = [dg.TableColumn(name=str(n), type=str(t)) for n, t in zip(obj.columns, obj.dtypes)]
+        context.add_output_metadata({
             "dagster/row_count": dg.MetadataValue.int(len(obj)),
             "dagster/column_schema": dg.MetadataValue.table_schema(dg.TableSchema(columns=columns)),
-        }
+            "stored_as": dg.MetadataValue.text(file),
+            "current": dg.MetadataValue.text("now" if pipeline is None else f"when pipeline {pipeline} commits"),
+        })
+
+    def load_input(self, context: dg.InputContext):
+        if not context.has_asset_key:
+            raise TypeError(f"{context.name}: this IO manager loads asset inputs only")
+        if not context.has_asset_partitions:
+            return _read(self._locate(context, None))
+        keys = context.asset_partition_keys
+        # An input annotated as a dict of partitions gets a LazyPartitions whatever the number of partitions (one
+        # retriever is a valid grid); a single-partition input gets its table.
+        if typing.get_origin(context.dagster_type.typing_type) is dict:
+            return LazyPartitions({str(key): self._locate(context, key) for key in keys})
+        if len(keys) == 1:
+            return _read(self._locate(context, keys[0]))
+        return {str(key): _read(self._locate(context, key)) for key in keys}
+
+    def _locate(self, context: dg.InputContext, partition_key: str | None) -> UPath:
+        entry = entry_of(context, partition_key)
+        path = self.store.locate(entry, pipeline_of(context))
+        if path is None:
+            raise FileNotFoundError(
+                f"{context.asset_key.to_user_string()}: no stored table {entry} in {self.store.base}; "
+                "materialize it first"
+            )
+        return path
 
 
 class ParquetIOManagerResource(dg.ConfigurableIOManagerFactory):
@@ -127,4 +141,4 @@ class ParquetIOManagerResource(dg.ConfigurableIOManagerFactory):
     base_path: str
 
     def create_io_manager(self, context: dg.InitResourceContext) -> ParquetIOManager:
-        return ParquetIOManager(base_path=UPath(self.base_path))
+        return ParquetIOManager(TableStore(self.base_path))

@@ -1,0 +1,14 @@
+"""The first step of the inputs job: every input check (rag_eval_assets/preflight.py) before any table is written."""
+
+
+import dagster as dg
+
+from rag_eval_assets.defs.resources import RagEvalSettings
+from rag_eval_assets.preflight import preflight as check_inputs
+
+
+@dg.asset(group_name="inputs", kinds={"python"})
+def preflight(settings: RagEvalSettings) -> dg.MaterializeResult:
+    """Configuration, evalset (parsed, validated, frozen version unchanged), corpus, chunking and gold resolution,
+    checked before the input assets run: a problem fails this step, so nothing is written. Stores no table."""
+    return dg.MaterializeResult(metadata=check_inputs(settings.load()))
