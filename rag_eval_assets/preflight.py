@@ -64,6 +64,9 @@ def preflight(settings: Settings) -> dict[str, int]:
         raise InputError([evalset.problem])
     documents = load_corpus(settings.corpus.path)
     chunks = chunk_corpus(settings, documents)
-    gold, _ = resolve_gold_report(evalset.questions, chunks, {d.doc_id for d in documents})
+    # Gold that resolves to nothing stops the run here only with evalset.strict_gold; otherwise gold_resolves
+    # reports it and the run scores what resolved.
+    resolution = resolve_gold_report(evalset.questions, chunks, {d.doc_id for d in documents},
+                                     strict=settings.evalset.strict_gold)
     return {"questions": len(evalset.questions), "documents": len(documents), "chunks": len(chunks),
-            "gold_rows": len(gold)}
+            "gold_rows": len(resolution.gold), "unresolved_gold": len(resolution.unresolved)}
