@@ -24,16 +24,17 @@ from rag_eval_assets_tests.sample_config import SAMPLE_EVALSET, write_sample_con
 
 GRID = "retrievers: [bm25]\nk_values: [1, 5]\n"
 EXTRACTIVE = "answering: {k_values: [5]}\n"
-# 60 characters cut the sample's gold snippets in two: gold resolution fails (seen in issue 11).
+# 60 characters cut the sample's gold snippets in two: gold resolution fails (seen in issue 11), an error that stops
+# the run with evalset.strict_gold.
 SMALL_CHUNKS = EXTRACTIVE + "chunking: {chunk_size_chars: 60, overlap_chars: 0}\n"
 
 
-def _config(tmp: Path, storage: str, extra: str = "") -> Path:
+def _config(tmp: Path, storage: str, extra: str = "", strict_gold: bool = False) -> Path:
     """The sample corpus with a copy of the sample evalset, storage at `storage` ("local" or "url")."""
     evalset = tmp / "eval_set.jsonl"
     if not evalset.exists():
         shutil.copy(SAMPLE_EVALSET, evalset)
-    config = write_sample_config(tmp, GRID + (extra or EXTRACTIVE), evalset=evalset)
+    config = write_sample_config(tmp, GRID + (extra or EXTRACTIVE), evalset=evalset, strict_gold=strict_gold)
     if storage == "url":
         text = config.read_text(encoding="utf-8").replace(f"storage_dir: {tmp / 'store'}",
                                                           f"storage_dir: {(tmp / 'store').as_uri()}")
@@ -91,7 +92,7 @@ def test_three_input_problems_stop_the_run_before_anything_is_written(tmp_path, 
 
         # (c) Chunks too small for the gold snippets to resolve.
         evalset.write_text(original, encoding="utf-8")
-        error = _preflight_error(_pipeline(_config(tmp_path, storage, SMALL_CHUNKS), instance))
+        error = _preflight_error(_pipeline(_config(tmp_path, storage, SMALL_CHUNKS, strict_gold=True), instance))
         assert f"{evalset}:" in error and "gold_supports" in error
         assert _fingerprint(tmp_path) == before
 
