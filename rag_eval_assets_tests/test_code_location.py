@@ -16,6 +16,7 @@ EXPECTED_ASSETS = {
     "gold_labels",
     "bm25_index",
     "dense_index/all-MiniLM-L6-v2",
+    "preflight",
     "retrieval_results",
     "retrieval_metrics_per_query",
     "retrieval_metrics",

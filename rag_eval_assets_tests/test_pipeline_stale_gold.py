@@ -129,13 +129,13 @@ def test_strict_gold_stops_the_run_before_retrieval(lenient, renamed):
     config = write_sample_config(tmp, SETTINGS, corpus=corpus, strict_gold=True)
     steps = list(run_pipeline(build_defs(config), load_settings(config), instance))
     assert [(s.job, s.result.success) for s in steps] == [(INPUTS_JOB, False)]
-    check = _check(steps)
-    assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
-    assert check.description.startswith("2 gold labels of 2 questions resolve to nothing in the corpus. "
-                                        "evalset.strict_gold stops the run here. First: test_005 gold_supports[1]")
+    # Preflight resolves gold before any table is written: with strict_gold the stale labels stop the run there.
     failure = next(e for e in steps[0].result.all_events if e.is_step_failure)
-    assert failure.step_key == "gold_labels"
-    assert failure.step_failure_data.error.cls_name == "DagsterAssetCheckFailedError"
+    assert failure.step_key == "preflight"
+    error = failure.step_failure_data.error
+    message = error.message + (error.cause.message if error.cause else "")
+    assert "gold_supports[1]" in message
+    assert not steps[0].result.get_asset_materialization_events()
 
     assert {p: (hashlib.md5(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns) for p in written} == before
     assert sorted((store / "runs").iterdir()) == runs_before
@@ -155,7 +155,7 @@ def test_a_malformed_evalset_line_still_stops_the_run(tmp_path):
                                                                                   raise_on_error=False)
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure)
-    assert failure.step_key == "evalset"
+    assert failure.step_key == "preflight"
     error = failure.step_failure_data.error
     message = error.message + (error.cause.message if error.cause else "")
     assert f"{evalset}:3: field 'gold_supports[0].rel_path'" in message
