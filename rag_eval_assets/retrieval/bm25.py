@@ -19,18 +19,18 @@ batch of queries are one sparse product: (query-term counts, queries x terms) @ 
 
 from __future__ import annotations
 
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import chain
 
 import numpy as np
 import scipy.sparse as sp
 
-from rag_eval_assets.retrieval.ranking import Ranking, check_depth, top_k
+from rag_eval_assets.retrieval.ranking import Ranking, check_depth, mask_disallowed, queries_per_block, top_k_block
 
 VARIANTS = ("lucene", "okapi", "robertson", "atire")
 _ALIASES = {"robertson": "okapi"}
-# Queries scored per sparse product: bounds the (queries x documents) intermediate on large corpora.
-_QUERY_BATCH = 512
 
 
 @dataclass(frozen=True)
@@ -69,41 +69,63 @@ class BM25Index:
     @classmethod
     def build(
         cls,
-        tokenized_docs: list[list[str]],
+        tokenized_docs: Iterable[Sequence[str]],
         k1: float = 0.9,
         b: float = 0.4,
         variant: str = "lucene",
         epsilon: float = 0.25,
     ) -> BM25Index:
+        """Indexes documents given as term lists, in one pass: a generator of term lists works as well as a list, so
+        a corpus never has to be held tokenized in memory (only one int32 term id and one tf per distinct term of
+        each document are kept until the weights are computed)."""
         if variant not in VARIANTS:
             raise ValueError(f"unknown BM25 variant {variant!r}; valid: {', '.join(VARIANTS)}")
         if k1 < 0 or not 0 <= b <= 1:
             raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
-        doc_len = np.array([len(doc) for doc in tokenized_docs], dtype=np.float64)
-        if doc_len.sum() == 0:
+        params = BM25Params(_ALIASES.get(variant, variant), float(k1), float(b), float(epsilon))
+        # Per (document, distinct term) entry, in document order: the term's id in order of first sight, and its tf.
+        term_ids: dict[str, int] = {}
+        entry_term, entry_tf, doc_len, doc_terms = array("i"), array("i"), array("q"), array("q")
+        for doc in tokenized_docs:
+            counts = Counter(doc)
+            entry_term.extend([term_ids.setdefault(term, len(term_ids)) for term in counts])
+            entry_tf.extend(counts.values())
+            doc_len.append(len(doc))
+            doc_terms.append(len(counts))
+        n_docs = len(doc_len)
+        lengths = np.frombuffer(doc_len, dtype=np.int64).astype(np.float64)
+        if lengths.sum() == 0:
             raise ValueError(
-                f"cannot build a BM25 index: the corpus has {len(tokenized_docs)} document(s) and no terms "
+                f"cannot build a BM25 index: the corpus has {n_docs} document(s) and no terms "
                 "(empty corpus, or every document analyzed to nothing)"
             )
-        params = BM25Params(_ALIASES.get(variant, variant), float(k1), float(b), float(epsilon))
-        terms = sorted(set(chain.from_iterable(tokenized_docs)))
-        term_ids = {term: i for i, term in enumerate(terms)}
-        n_docs = len(tokenized_docs)
-        flat_terms = np.fromiter((term_ids[t] for t in chain.from_iterable(tokenized_docs)), dtype=np.int64)
-        flat_docs = np.repeat(np.arange(n_docs), doc_len.astype(np.int64))
-        # COO -> CSR sums the duplicate (term, doc) entries: data becomes tf, and each row's length is df.
-        tf = sp.coo_matrix(
-            (np.ones(len(flat_terms)), (flat_terms, flat_docs)), shape=(len(terms), n_docs)
-        ).tocsr()
-        df = np.diff(tf.indptr).astype(np.float64)
-        idf = _idf(params.variant, n_docs, df, params.epsilon)
-        length_norm = k1 * (1.0 - b + b * doc_len / doc_len.mean())
-        term_of_entry = np.repeat(np.arange(len(terms)), np.diff(tf.indptr))
-        tf_part = tf.data * (k1 + 1.0) / (tf.data + length_norm[tf.indices])
-        weights = sp.csr_matrix((idf[term_of_entry] * tf_part, tf.indices, tf.indptr), shape=tf.shape)
+        # Term rows in sorted term order, as a stored index (index_tables) loads them.
+        terms = sorted(term_ids)
+        sorted_row = np.empty(len(terms), dtype=np.int32)
+        sorted_row[np.fromiter((term_ids[t] for t in terms), dtype=np.int64, count=len(terms))] = np.arange(
+            len(terms), dtype=np.int32
+        )
+        del term_ids
+        term_of_entry = sorted_row[np.frombuffer(entry_term, dtype=np.int32)]
+        del entry_term
+        doc_of_entry = np.repeat(np.arange(n_docs, dtype=np.int32), np.frombuffer(doc_terms, dtype=np.int64))
+        tf = np.frombuffer(entry_tf, dtype=np.int32).astype(np.float64)
+        del entry_tf
+        doc_counts = np.bincount(term_of_entry, minlength=len(terms))
+        idf = _idf(params.variant, n_docs, doc_counts.astype(np.float64), params.epsilon)
+        length_norm = k1 * (1.0 - b + b * lengths / lengths.mean())
+        tf_part = tf * (k1 + 1.0) / (tf + length_norm[doc_of_entry])
+        del tf
+        weight = idf[term_of_entry] * tf_part
+        del tf_part
+        # Entries are in document order, so a stable sort by term leaves each term's documents ascending.
+        by_term = np.argsort(term_of_entry, kind="stable")
+        indptr = np.zeros(len(terms) + 1, dtype=np.int64)
+        np.cumsum(doc_counts, out=indptr[1:])
+        weights = sp.csr_matrix((weight[by_term], doc_of_entry[by_term], indptr), shape=(len(terms), n_docs))
         return cls(params, terms, weights)
 
-    def _query_matrix(self, tokenized_queries: list[list[str]]) -> sp.csr_matrix:
+    def _query_matrix(self, tokenized_queries: Sequence[Sequence[str]]) -> sp.csr_matrix:
         """Queries x terms counts; terms absent from the index are dropped (they score 0 in every variant)."""
         rows, cols = [], []
         for q, tokens in enumerate(tokenized_queries):
@@ -113,19 +135,32 @@ class BM25Index:
         shape = (len(tokenized_queries), len(self.terms))
         return sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=shape).tocsr()
 
-    def scores(self, tokenized_query: list[str]) -> np.ndarray:
+    def scores(self, tokenized_query: Sequence[str]) -> np.ndarray:
         """The BM25 score of every document for one query (float64, length n_docs)."""
         return (self._query_matrix([tokenized_query]) @ self.weights).toarray().ravel()
 
-    def search(self, tokenized_queries: list[list[str]], depth: int) -> list[Ranking]:
-        """Per query, at most `depth` (row, score) pairs, best first; documents scoring <= 0 are left out."""
+    def search(
+        self,
+        tokenized_queries: Sequence[Sequence[str]],
+        depth: int,
+        allowed: Sequence[frozenset[int] | None] | None = None,
+    ) -> list[Ranking]:
+        """Per query, at most `depth` (row, score) pairs, best first; documents scoring <= 0 are left out, and so
+        are rows outside allowed[q] when given (the cut comes after that filter, so it is exact).
+
+        A block of queries is one sparse product; its (queries x documents) scores are spread into a dense block
+        with -inf for every document that is no candidate, and cut by `top_k_block`.
+        """
         check_depth(depth)
         results: list[Ranking] = []
-        for start in range(0, len(tokenized_queries), _QUERY_BATCH):
-            batch = self._query_matrix(tokenized_queries[start : start + _QUERY_BATCH]) @ self.weights
-            for q in range(batch.shape[0]):
-                row = slice(batch.indptr[q], batch.indptr[q + 1])
-                docs, scores = batch.indices[row], batch.data[row]
-                positive = scores > 0
-                results.append(top_k(docs[positive], scores[positive], depth) if positive.any() else [])
+        step = queries_per_block(self.n_docs)
+        for start in range(0, len(tokenized_queries), step):
+            product = self._query_matrix(tokenized_queries[start : start + step]) @ self.weights
+            block = np.full(product.shape, -np.inf)
+            entry_query = np.repeat(np.arange(product.shape[0]), np.diff(product.indptr))
+            positive = product.data > 0
+            block[entry_query[positive], product.indices[positive]] = product.data[positive]
+            if allowed is not None:
+                mask_disallowed(block, allowed[start : start + step])
+            results.extend(top_k_block(block, depth))
         return results
