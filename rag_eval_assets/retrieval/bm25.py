@@ -14,7 +14,8 @@ Repeated query terms count once per occurrence, as in rank-bm25's BM25Okapi.get_
 - "atire": idf = ln(N / df).
 
 The weights live in a CSR matrix with one row per vocabulary term and one column per document, so the scores of a
-batch of queries are one sparse product: (query-term counts, queries x terms) @ (weights, terms x documents).
+batch of queries are one sparse product: (query-term counts, queries x terms) @ (weights, terms x documents),
+computed straight into a dense (queries x documents) block (`_score_block`) for the top-k cut.
 """
 
 from __future__ import annotations
@@ -135,9 +136,27 @@ class BM25Index:
         shape = (len(tokenized_queries), len(self.terms))
         return sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=shape).tocsr()
 
+    def _score_block(self, tokenized_queries: Sequence[Sequence[str]]) -> np.ndarray:
+        """(queries x documents) scores, float64: the sparse product (query-term counts) @ weights, computed as one
+        scatter-add of the postings of every (query, term) pair into a dense block. Per cell the terms are added in
+        the order of the term ids, as scipy's CSR product adds them, so the scores are the product's to the bit."""
+        counts = self._query_matrix(tokenized_queries)
+        n_queries, n_docs = counts.shape[0], self.n_docs
+        terms = counts.indices
+        starts, ends = self.weights.indptr[terms], self.weights.indptr[terms + 1]
+        lengths = ends - starts
+        # Position in weights.data/indices of every posting of every (query, term) pair, pair after pair.
+        offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
+        pair_query = np.repeat(np.arange(n_queries, dtype=np.int64), np.diff(counts.indptr))
+        cells = np.repeat(pair_query * n_docs, lengths) + self.weights.indices[offsets]
+        contributions = np.repeat(counts.data, lengths) * self.weights.data[offsets]
+        block = np.bincount(cells, weights=contributions, minlength=n_queries * n_docs)
+        # With no posting at all (no query term is in the index) bincount returns integer zeros.
+        return block.astype(np.float64, copy=False).reshape(n_queries, n_docs)
+
     def scores(self, tokenized_query: Sequence[str]) -> np.ndarray:
         """The BM25 score of every document for one query (float64, length n_docs)."""
-        return (self._query_matrix([tokenized_query]) @ self.weights).toarray().ravel()
+        return self._score_block([tokenized_query])[0]
 
     def search(
         self,
@@ -148,18 +167,15 @@ class BM25Index:
         """Per query, at most `depth` (row, score) pairs, best first; documents scoring <= 0 are left out, and so
         are rows outside allowed[q] when given (the cut comes after that filter, so it is exact).
 
-        A block of queries is one sparse product; its (queries x documents) scores are spread into a dense block
-        with -inf for every document that is no candidate, and cut by `top_k_block`.
+        Queries are scored a block at a time (ranking.BLOCK_CELLS bounds the block); a document that is no
+        candidate gets -inf, and `top_k_block` cuts every query of the block at once.
         """
         check_depth(depth)
         results: list[Ranking] = []
         step = queries_per_block(self.n_docs)
         for start in range(0, len(tokenized_queries), step):
-            product = self._query_matrix(tokenized_queries[start : start + step]) @ self.weights
-            block = np.full(product.shape, -np.inf)
-            entry_query = np.repeat(np.arange(product.shape[0]), np.diff(product.indptr))
-            positive = product.data > 0
-            block[entry_query[positive], product.indices[positive]] = product.data[positive]
+            block = self._score_block(tokenized_queries[start : start + step])
+            block[block <= 0] = -np.inf
             if allowed is not None:
                 mask_disallowed(block, allowed[start : start + step])
             results.extend(top_k_block(block, depth))
