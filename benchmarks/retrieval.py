@@ -17,7 +17,7 @@ compared before any speed is reported: a speed for a different computation would
 Then nDCG@10 of bm25, dense and hybrid on ../shared/data/{cranfield,xquad_ru} when present, with the CLI's default
 chunking for BEIR folders (one chunk per document, as BEIR and MTEB embed documents) and with 800-character chunks.
 
-    .venv/bin/python benchmarks/retrieval.py [--corpus DIR] [--queries N] [--out FILE.json]
+    .venv/bin/python benchmarks/retrieval.py [--corpus DIR] [--queries N] [--lexical-only] [--out FILE.json]
 
 Everything is written under a temporary directory; nothing in the repository changes.
 """
@@ -416,8 +416,8 @@ def ndcg_rows(
     return rows
 
 
-def report(name: str, n_chunks: int, repeats: int, bm25: dict, bm25s_rows: list[dict], encode: dict, metrics: dict,
-           cli: dict, ndcg: list[dict]) -> str:
+def report(name: str, n_chunks: int, repeats: int, bm25: dict, bm25s_rows: list[dict], encode: dict | None,
+           metrics: dict, cli: dict | None, ndcg: list[dict]) -> str:
     lines = [
         f"Retrieval benchmarks on {name}: {n_chunks} chunks, {bm25['queries']} queries; "
         f"timings are medians of {repeats}; speed ratio = reference time / our time (> 1: ours faster)",
@@ -438,19 +438,24 @@ def report(name: str, n_chunks: int, repeats: int, bm25: dict, bm25s_rows: list[
             f"equal scores at every rank on {row['top10_agreement']:.1%}; max |score diff| "
             f"{row['max_abs_score_diff']:.1e}",
         )],
-        f"{'dense encode (cold cache), texts/s':<40} {encode['ours_texts_per_s']:>12.1f} "
-        f"{encode['reference_texts_per_s']:>12.1f} {encode['speed_ratio']:>11.2f}x",
-        f"  {encode['texts']} chunk texts; reference SentenceTransformer.encode(batch_size=32, normalize); "
-        f"max |vector diff| {encode['max_abs_vector_diff']:.1e}",
+        *([] if encode is None else [
+            f"{'dense encode (cold cache), texts/s':<40} {encode['ours_texts_per_s']:>12.1f} "
+            f"{encode['reference_texts_per_s']:>12.1f} {encode['speed_ratio']:>11.2f}x",
+            f"  {encode['texts']} chunk texts; reference SentenceTransformer.encode(batch_size=32, normalize); "
+            f"max |vector diff| {encode['max_abs_vector_diff']:.1e}",
+        ]),
         f"{'metrics, seconds':<40} {metrics['ours_s']:>12.3f} {metrics['reference_s']:>12.3f} "
         f"{metrics['speed_ratio']:>11.2f}x",
         f"  {metrics['queries']} queries x depth {metrics['depth']}, k={','.join(map(str, metrics['ks']))}; "
         f"reference pytrec_eval incl. its dict inputs; {metrics['compared_means']} means agree to "
         f"{metrics['max_abs_mean_diff']:.0e}",
-        f"{'rag-eval evaluate, seconds':<40} {'cold':>12} {'warm':>12} {'warm/cold':>12}",
-        f"{'':<40} {cli['cold_s']:>12.1f} {cli['warm_s']:>12.1f} {cli['warm_over_cold']:>12.2f}",
-        "  cold: one run on an empty --out; warm: same --out, unchanged inputs (median of the warm runs)",
     ]
+    if cli is not None:
+        lines += [
+            f"{'rag-eval evaluate, seconds':<40} {'cold':>12} {'warm':>12} {'warm/cold':>12}",
+            f"{'':<40} {cli['cold_s']:>12.1f} {cli['warm_s']:>12.1f} {cli['warm_over_cold']:>12.2f}",
+            "  cold: one run on an empty --out; warm: same --out, unchanged inputs (median of the warm runs)",
+        ]
     if ndcg:
         lines += ["", "nDCG@10 (rag-eval evaluate, doc level; whole-doc = one chunk per document, as BEIR/MTEB embed "
                   "documents; 800/100 = 800-character chunks, overlap 100)",
@@ -478,6 +483,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--encode-texts", type=int, default=500, help="chunk texts in the encode benchmark")
     parser.add_argument("--repeats", type=int, default=3, help="timed repetitions per figure (>= 3)")
     parser.add_argument("--no-ndcg", action="store_true", help="skip the nDCG@10 table on ../shared/data")
+    parser.add_argument("--lexical-only", action="store_true",
+                        help="only the BM25 and metric figures (no dense encode, rag-eval evaluate or nDCG table)")
     parser.add_argument("--large-chunks", type=int, default=LARGE_CHUNKS,
                         help="synthetic chunks for the second bm25s comparison (0: skip it)")
     parser.add_argument("--out", type=Path, help="also write every figure to this JSON file")
@@ -505,10 +512,10 @@ def main(argv: list[str] | None = None) -> int:
         tokenized_chunks = [analyzer(text) for text in chunks["text"]]
         tokenized_queries = [analyzer(q.question) for q in questions]
 
-        say("[1/4] bm25: ours vs rank_bm25")
+        say("[1/5] bm25: ours vs rank_bm25")
         bm25 = bench_bm25(tokenized_chunks, tokenized_queries, args.repeats)
 
-        say("[1/4] bm25: ours vs bm25s")
+        say("[2/5] bm25: ours vs bm25s")
         query_texts = [q.question for q in questions]
         bm25s_rows = [bench_bm25s(name, chunks["text"].tolist(), query_texts, analyzer, args.repeats)]
         if args.large_chunks:
@@ -516,20 +523,22 @@ def main(argv: list[str] | None = None) -> int:
             big_chunks, big_queries = large_texts(args.large_chunks, 1000)
             bm25s_rows.append(bench_bm25s("synthetic", big_chunks, big_queries, get_analyzer("en"), args.repeats))
 
-        say("[2/4] metrics: ours vs pytrec_eval")
+        say("[3/5] metrics: ours vs pytrec_eval")
         index = BM25Index.build(tokenized_chunks, variant="okapi", **OKAPI)
         results = doc_level_run(index, tokenized_queries, [q.id for q in questions], chunks)
         gold = resolve_gold(questions, chunks, [d.doc_id for d in documents])
         metrics = bench_metrics(results, gold, questions_for_metrics(questions), args.repeats)
 
-        say(f"[3/4] dense encode: ours vs SentenceTransformer, {args.encode_texts} texts")
-        encode = bench_encode(chunks["text"].tolist()[: args.encode_texts], args.repeats, work)
-
-        say("[4/4] rag-eval evaluate: cold, then warm")
-        cli, cold = bench_warm_rerun(main_collection, work, args.repeats)
-
+        encode = cli = None
         ndcg: list[dict] = []
-        if not args.no_ndcg:
+        if not args.lexical_only:
+            say(f"[4/5] dense encode: ours vs SentenceTransformer, {args.encode_texts} texts")
+            encode = bench_encode(chunks["text"].tolist()[: args.encode_texts], args.repeats, work)
+
+            say("[5/5] rag-eval evaluate: cold, then warm")
+            cli, cold = bench_warm_rerun(main_collection, work, args.repeats)
+
+        if not args.no_ndcg and not args.lexical_only:
             known = {(main_collection, None, DEFAULT_MODEL): cold}
             # Equal to main_collection when --corpus is that folder: its cold run is reused.
             shared = [

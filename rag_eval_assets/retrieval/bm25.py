@@ -167,16 +167,15 @@ class BM25Index:
         """Per query, at most `depth` (row, score) pairs, best first; documents scoring <= 0 are left out, and so
         are rows outside allowed[q] when given (the cut comes after that filter, so it is exact).
 
-        Queries are scored a block at a time (ranking.BLOCK_CELLS bounds the block); a document that is no
-        candidate gets -inf, and `top_k_block` cuts every query of the block at once.
+        Queries are scored a block at a time (ranking.BLOCK_CELLS bounds the block); a document outside allowed[q]
+        gets -inf, and `top_k_block` cuts every query of the block at once, keeping only scores above 0.
         """
         check_depth(depth)
         results: list[Ranking] = []
         step = queries_per_block(self.n_docs)
         for start in range(0, len(tokenized_queries), step):
             block = self._score_block(tokenized_queries[start : start + step])
-            block[block <= 0] = -np.inf
             if allowed is not None:
                 mask_disallowed(block, allowed[start : start + step])
-            results.extend(top_k_block(block, depth))
+            results.extend(top_k_block(block, depth, floor=0.0))
         return results

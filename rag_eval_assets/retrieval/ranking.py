@@ -58,9 +58,9 @@ def top_k(rows: np.ndarray, scores: np.ndarray, depth: int) -> Ranking:
     return [(int(r), float(s)) for r, s in zip(rows[order], scores[order])]
 
 
-def top_k_block(block: np.ndarray, depth: int) -> list[Ranking]:
-    """Per row of a (queries x candidate rows) score block, the `depth` best (column, score) pairs with a finite
-    score: score descending, ties by column ascending; -inf marks a column that is no candidate for that query.
+def top_k_block(block: np.ndarray, depth: int, floor: float = -np.inf) -> list[Ranking]:
+    """Per row of a (queries x candidate rows) score block, the `depth` best (column, score) pairs scoring above
+    `floor`: score descending, ties by column ascending; -inf marks a column that is no candidate for that query.
 
     The same cut as `top_k`, for a whole block at once: np.partition finds every query's depth-th best score, every
     column scoring at least that much is kept (ties at the threshold included), then one lexsort orders the
@@ -70,9 +70,9 @@ def top_k_block(block: np.ndarray, depth: int) -> list[Ranking]:
     n_queries, n_cols = block.shape
     if n_cols > depth:
         threshold = np.partition(block, n_cols - depth, axis=1)[:, n_cols - depth]
-        keep = (block >= threshold[:, None]) & (block > -np.inf)
+        keep = (block >= threshold[:, None]) & (block > floor)
     else:
-        keep = block > -np.inf
+        keep = block > floor
     queries, cols = np.nonzero(keep)
     scores = block[queries, cols]
     order = np.lexsort((cols, -scores, queries))
