@@ -5,14 +5,19 @@ Shared machines make absolute timings noisy, so every speed figure is a ratio ag
 same run: ours and the reference alternate, and each figure is the median of --repeats repetitions. Outputs are
 compared before any speed is reported: a speed for a different computation would mean nothing.
 
-1. BM25 queries/s: BM25Index ("okapi") vs rank_bm25.BM25Okapi.get_scores + argsort, same tokens, top-10.
+1. BM25 queries/s: BM25Index ("okapi") vs rank_bm25.BM25Okapi.get_scores + argsort, same tokens, top-10; then
+   ours ("lucene", k1=0.9, b=0.4, the pipeline's default) vs bm25s (method="lucene", same k1 and b, float64), fed
+   the same tokens, top-10, on the collection and on --large-chunks synthetic chunks (benchmarks/scale.py's
+   generator, as text): micro = search only on token lists (BM25Index.search vs bm25s.retrieve), end to end =
+   query texts in, ranked hits out (run_retriever with the bm25 retriever: analyzer, batched search, results table,
+   vs our analyzer + bm25s.retrieve).
 2. Dense encode texts/s: our encoder + encode_cached on an empty cache vs a bare SentenceTransformer.encode.
 3. Metric time: retrieval_metrics vs pytrec_eval (trec_eval) on one run of every query at depth 100.
 4. `rag-eval evaluate` cold, then warm (unchanged inputs, same --out: the embedding cache answers every text).
 Then nDCG@10 of bm25, dense and hybrid on ../shared/data/{cranfield,xquad_ru} when present, with the CLI's default
 chunking for BEIR folders (one chunk per document, as BEIR and MTEB embed documents) and with 800-character chunks.
 
-    .venv/bin/python benchmarks/retrieval.py [--corpus DIR] [--queries N] [--out FILE.json]
+    .venv/bin/python benchmarks/retrieval.py [--corpus DIR] [--queries N] [--lexical-only] [--out FILE.json]
 
 Everything is written under a temporary directory; nothing in the repository changes.
 """
@@ -52,7 +57,8 @@ from rag_eval_assets.retrieval.analyzers import get_analyzer
 from rag_eval_assets.retrieval.bm25 import BM25Index
 from rag_eval_assets.retrieval.embedding_cache import EmbeddingCache, encode_cached
 from rag_eval_assets.retrieval.encoders import DEFAULT_MODEL, get_encoder
-from rag_eval_assets.retrieval.retrievers import collapse_to_documents
+from rag_eval_assets.retrieval.retrievers import Bm25Retriever, collapse_to_documents, run_retriever
+from scale import synthetic_chunks, synthetic_queries, vocabulary
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -62,6 +68,9 @@ LANGUAGES = {"cranfield": "en", "xquad_ru": "ru"}
 # rank_bm25.BM25Okapi's defaults; ours is built with the same.
 OKAPI = {"k1": 1.5, "b": 0.75, "epsilon": 0.25}
 TOP = 10
+# The pipeline's default BM25 (settings: retrieval.bm25), compared with bm25s's method="lucene".
+LUCENE = {"k1": 0.9, "b": 0.4}
+LARGE_CHUNKS = 100_000
 METRIC_DEPTH = 100
 METRIC_KS = (1, 3, 5, 10, 20, 100)
 # Our metric -> trec_eval measure; recip_rank has no cut-off, so it equals mrr at the run's full depth.
@@ -171,6 +180,77 @@ def bench_bm25(tokenized_chunks: list[list[str]], tokenized_queries: list[list[s
         "top10_exact_order": exact / n,
         "max_abs_score_diff": max_score_diff,
     }
+
+
+def bench_bm25s(name: str, texts: list[str], query_texts: list[str], analyzer, repeats: int) -> dict:
+    """Ours vs bm25s on the same tokens: top-10 lists compared first, then search-only and end-to-end speed.
+
+    bm25s's lucene weight is ours without the (k1 + 1) factor of the tf part (a constant per index, so rankings
+    are the same): its scores are scaled by k1 + 1 before comparing. Both leave the same documents out only when
+    they score 0; bm25s returns k documents regardless, so its zero-score tail is dropped.
+    """
+    import bm25s
+
+    tokenized = [analyzer(text) for text in texts]
+    tokenized_queries = [analyzer(text) for text in query_texts]
+    ours = BM25Index.build(tokenized, variant="lucene", **LUCENE)
+    reference = bm25s.BM25(method="lucene", dtype="float64", **LUCENE)
+    reference.index(tokenized, show_progress=False)
+    scale = LUCENE["k1"] + 1.0
+
+    def reference_search(queries: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
+        found = reference.retrieve(queries, k=TOP, show_progress=False, n_threads=0)
+        return found.documents, found.scores
+
+    chunks = pd.DataFrame({"chunk_id": [str(i) for i in range(len(texts))], "doc_id": [str(i) for i in range(len(texts))]})
+    query_ids = [str(i) for i in range(len(query_texts))]
+    retriever = Bm25Retriever(ours, analyzer)
+
+    rankings = ours.search(tokenized_queries, TOP)
+    documents, scores = reference_search(tokenized_queries)
+    exact = tie_aware = 0
+    max_score_diff = 0.0
+    for ranking, docs, ref_scores in zip(rankings, documents, scores):
+        keep = ref_scores > 0
+        docs, ref_scores = docs[keep].tolist(), ref_scores[keep] * scale
+        rows = [r for r, _ in ranking]
+        ours_scores = np.array([s for _, s in ranking])
+        exact += rows == docs
+        if len(rows) == len(docs):
+            max_score_diff = max(max_score_diff, float(np.abs(ours_scores - ref_scores).max(initial=0.0)))
+            # Differing rows are allowed only among equal scores (bm25s orders ties arbitrarily).
+            tie_aware += bool(np.allclose(ours_scores, ref_scores, rtol=0, atol=1e-9))
+    n = len(tokenized_queries)
+    assert tie_aware / n >= MIN_AGREEMENT, f"bm25s top-{TOP} agree on only {tie_aware / n:.1%} of queries"
+
+    micro_ours, micro_ref = paired_medians(lambda: ours.search(tokenized_queries, TOP),
+                                           lambda: reference_search(tokenized_queries), repeats)
+    e2e_ours, e2e_ref = paired_medians(
+        lambda: run_retriever("bm25", retriever, query_ids, query_texts, chunks, TOP),
+        lambda: reference_search([analyzer(text) for text in query_texts]),
+        repeats,
+    )
+    return {
+        "corpus": name,
+        "chunks": len(texts),
+        "queries": n,
+        "top10_identical": exact / n,
+        "top10_agreement": tie_aware / n,
+        "max_abs_score_diff": max_score_diff,
+        "micro_ours_qps": n / micro_ours,
+        "micro_reference_qps": n / micro_ref,
+        "micro_speed_ratio": micro_ref / micro_ours,
+        "e2e_ours_qps": n / e2e_ours,
+        "e2e_reference_qps": n / e2e_ref,
+        "e2e_speed_ratio": e2e_ref / e2e_ours,
+    }
+
+
+def large_texts(n_chunks: int, n_queries: int) -> tuple[list[str], list[str]]:
+    """The scale benchmark's synthetic chunks and queries, as text (terms joined by spaces)."""
+    words = vocabulary(50_000)
+    chunks = [" ".join(terms) for terms in synthetic_chunks(n_chunks, words, seed=0)]
+    return chunks, [" ".join(terms) for terms in synthetic_queries(n_queries, words, seed=0)]
 
 
 # 2. Dense encoding
@@ -336,8 +416,8 @@ def ndcg_rows(
     return rows
 
 
-def report(name: str, n_chunks: int, repeats: int, bm25: dict, encode: dict, metrics: dict, cli: dict,
-           ndcg: list[dict]) -> str:
+def report(name: str, n_chunks: int, repeats: int, bm25: dict, bm25s_rows: list[dict], encode: dict | None,
+           metrics: dict, cli: dict | None, ndcg: list[dict]) -> str:
     lines = [
         f"Retrieval benchmarks on {name}: {n_chunks} chunks, {bm25['queries']} queries; "
         f"timings are medians of {repeats}; speed ratio = reference time / our time (> 1: ours faster)",
@@ -348,19 +428,34 @@ def report(name: str, n_chunks: int, repeats: int, bm25: dict, encode: dict, met
         f"  reference rank_bm25.BM25Okapi.get_scores + argsort; ours batched: {bm25['ours_batched_qps']:.0f} q/s",
         f"  top-10 agree (ties aside) on {bm25['top10_agreement']:.1%} of queries, same order on "
         f"{bm25['top10_exact_order']:.1%}; max |score diff| {bm25['max_abs_score_diff']:.1e}",
-        f"{'dense encode (cold cache), texts/s':<40} {encode['ours_texts_per_s']:>12.1f} "
-        f"{encode['reference_texts_per_s']:>12.1f} {encode['speed_ratio']:>11.2f}x",
-        f"  {encode['texts']} chunk texts; reference SentenceTransformer.encode(batch_size=32, normalize); "
-        f"max |vector diff| {encode['max_abs_vector_diff']:.1e}",
+        *[line for row in bm25s_rows for line in (
+            f"{'bm25 lucene vs bm25s, ' + row['corpus'] + ', q/s':<40}",
+            f"{'  search only (token lists)':<40} {row['micro_ours_qps']:>12.1f} {row['micro_reference_qps']:>12.1f} "
+            f"{row['micro_speed_ratio']:>11.2f}x",
+            f"{'  end to end (query texts)':<40} {row['e2e_ours_qps']:>12.1f} {row['e2e_reference_qps']:>12.1f} "
+            f"{row['e2e_speed_ratio']:>11.2f}x",
+            f"  {row['chunks']} chunks, {row['queries']} queries; top-10 identical on {row['top10_identical']:.1%}, "
+            f"equal scores at every rank on {row['top10_agreement']:.1%}; max |score diff| "
+            f"{row['max_abs_score_diff']:.1e}",
+        )],
+        *([] if encode is None else [
+            f"{'dense encode (cold cache), texts/s':<40} {encode['ours_texts_per_s']:>12.1f} "
+            f"{encode['reference_texts_per_s']:>12.1f} {encode['speed_ratio']:>11.2f}x",
+            f"  {encode['texts']} chunk texts; reference SentenceTransformer.encode(batch_size=32, normalize); "
+            f"max |vector diff| {encode['max_abs_vector_diff']:.1e}",
+        ]),
         f"{'metrics, seconds':<40} {metrics['ours_s']:>12.3f} {metrics['reference_s']:>12.3f} "
         f"{metrics['speed_ratio']:>11.2f}x",
         f"  {metrics['queries']} queries x depth {metrics['depth']}, k={','.join(map(str, metrics['ks']))}; "
         f"reference pytrec_eval incl. its dict inputs; {metrics['compared_means']} means agree to "
         f"{metrics['max_abs_mean_diff']:.0e}",
-        f"{'rag-eval evaluate, seconds':<40} {'cold':>12} {'warm':>12} {'warm/cold':>12}",
-        f"{'':<40} {cli['cold_s']:>12.1f} {cli['warm_s']:>12.1f} {cli['warm_over_cold']:>12.2f}",
-        "  cold: one run on an empty --out; warm: same --out, unchanged inputs (median of the warm runs)",
     ]
+    if cli is not None:
+        lines += [
+            f"{'rag-eval evaluate, seconds':<40} {'cold':>12} {'warm':>12} {'warm/cold':>12}",
+            f"{'':<40} {cli['cold_s']:>12.1f} {cli['warm_s']:>12.1f} {cli['warm_over_cold']:>12.2f}",
+            "  cold: one run on an empty --out; warm: same --out, unchanged inputs (median of the warm runs)",
+        ]
     if ndcg:
         lines += ["", "nDCG@10 (rag-eval evaluate, doc level; whole-doc = one chunk per document, as BEIR/MTEB embed "
                   "documents; 800/100 = 800-character chunks, overlap 100)",
@@ -388,6 +483,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--encode-texts", type=int, default=500, help="chunk texts in the encode benchmark")
     parser.add_argument("--repeats", type=int, default=3, help="timed repetitions per figure (>= 3)")
     parser.add_argument("--no-ndcg", action="store_true", help="skip the nDCG@10 table on ../shared/data")
+    parser.add_argument("--lexical-only", action="store_true",
+                        help="only the BM25 and metric figures (no dense encode, rag-eval evaluate or nDCG table)")
+    parser.add_argument("--large-chunks", type=int, default=LARGE_CHUNKS,
+                        help="synthetic chunks for the second bm25s comparison (0: skip it)")
     parser.add_argument("--out", type=Path, help="also write every figure to this JSON file")
     args = parser.parse_args(argv)
     if args.repeats < 3:
@@ -413,23 +512,33 @@ def main(argv: list[str] | None = None) -> int:
         tokenized_chunks = [analyzer(text) for text in chunks["text"]]
         tokenized_queries = [analyzer(q.question) for q in questions]
 
-        say("[1/4] bm25: ours vs rank_bm25")
+        say("[1/5] bm25: ours vs rank_bm25")
         bm25 = bench_bm25(tokenized_chunks, tokenized_queries, args.repeats)
 
-        say("[2/4] metrics: ours vs pytrec_eval")
+        say("[2/5] bm25: ours vs bm25s")
+        query_texts = [q.question for q in questions]
+        bm25s_rows = [bench_bm25s(name, chunks["text"].tolist(), query_texts, analyzer, args.repeats)]
+        if args.large_chunks:
+            say(f"  and on {args.large_chunks} synthetic chunks")
+            big_chunks, big_queries = large_texts(args.large_chunks, 1000)
+            bm25s_rows.append(bench_bm25s("synthetic", big_chunks, big_queries, get_analyzer("en"), args.repeats))
+
+        say("[3/5] metrics: ours vs pytrec_eval")
         index = BM25Index.build(tokenized_chunks, variant="okapi", **OKAPI)
         results = doc_level_run(index, tokenized_queries, [q.id for q in questions], chunks)
         gold = resolve_gold(questions, chunks, [d.doc_id for d in documents])
         metrics = bench_metrics(results, gold, questions_for_metrics(questions), args.repeats)
 
-        say(f"[3/4] dense encode: ours vs SentenceTransformer, {args.encode_texts} texts")
-        encode = bench_encode(chunks["text"].tolist()[: args.encode_texts], args.repeats, work)
-
-        say("[4/4] rag-eval evaluate: cold, then warm")
-        cli, cold = bench_warm_rerun(main_collection, work, args.repeats)
-
+        encode = cli = None
         ndcg: list[dict] = []
-        if not args.no_ndcg:
+        if not args.lexical_only:
+            say(f"[4/5] dense encode: ours vs SentenceTransformer, {args.encode_texts} texts")
+            encode = bench_encode(chunks["text"].tolist()[: args.encode_texts], args.repeats, work)
+
+            say("[5/5] rag-eval evaluate: cold, then warm")
+            cli, cold = bench_warm_rerun(main_collection, work, args.repeats)
+
+        if not args.no_ndcg and not args.lexical_only:
             known = {(main_collection, None, DEFAULT_MODEL): cold}
             # Equal to main_collection when --corpus is that folder: its cold run is reused.
             shared = [
@@ -441,11 +550,11 @@ def main(argv: list[str] | None = None) -> int:
                 say("nDCG@10 on " + ", ".join(c.name for c in shared))
             ndcg = ndcg_rows(shared, work, known)
 
-    table = report(name, len(chunks), args.repeats, bm25, encode, metrics, cli, ndcg)
+    table = report(name, len(chunks), args.repeats, bm25, bm25s_rows, encode, metrics, cli, ndcg)
     print("\n" + table)
     if args.out:
         figures = {"corpus": str(corpus), "evalset": str(evalset), "chunks": len(chunks), "repeats": args.repeats,
-                   "bm25": bm25, "encode": encode, "metrics": metrics, "rag_eval": cli, "ndcg10": ndcg}
+                   "bm25": bm25, "bm25s": bm25s_rows, "encode": encode, "metrics": metrics, "rag_eval": cli, "ndcg10": ndcg}
         args.out.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     return 0
 

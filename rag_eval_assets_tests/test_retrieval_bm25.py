@@ -181,3 +181,29 @@ def test_bad_parameters_are_refused():
         BM25Index.build(_three_docs(), b=1.5)
     with pytest.raises(ValueError, match="depth"):
         BM25Index.build(_three_docs()).search([["cat"]], depth=0)
+
+
+def test_a_generator_of_term_lists_builds_the_same_index_as_a_list():
+    analyze = get_analyzer("en")
+    paragraphs = _stdlib_paragraphs(300)
+    built = BM25Index.build([analyze(p) for p in paragraphs], variant="okapi")
+    streamed = BM25Index.build((analyze(p) for p in paragraphs), variant="okapi")
+    assert streamed.terms == built.terms
+    assert (streamed.weights != built.weights).nnz == 0
+
+
+def test_batched_search_with_filters_equals_scoring_each_query_alone():
+    # Every query's ranking from one batched call equals its own full score vector, filtered, then cut.
+    analyze = get_analyzer("en")
+    index = BM25Index.build([analyze(p) for p in _stdlib_paragraphs(400)])
+    rng = random.Random(5)
+    queries = _random_queries(rng, index.terms, 120) + [[]]
+    allowed = [None if i % 3 == 0 else frozenset(rng.sample(range(index.n_docs), 150)) for i in range(len(queries))]
+    for depth in (1, 10, 500):
+        for query, rows, ranking in zip(queries, allowed, index.search(queries, depth, allowed)):
+            scores = index.scores(query)
+            candidates = np.flatnonzero(scores > 0)
+            if rows is not None:
+                candidates = np.array(sorted(set(candidates.tolist()) & rows), dtype=np.int64)
+            expected = sorted(((int(r), float(scores[r])) for r in candidates), key=lambda h: (-h[1], h[0]))
+            assert ranking == expected[:depth]

@@ -1,10 +1,24 @@
 """Named retrievers over a chunk table: per-query latency, component scores, folder filters that cut exactly."""
 
-import pandas as pd
+import math
 
+import pandas as pd
+import pytest
+
+from rag_eval_assets.retrieval import retrievers
 from rag_eval_assets.retrieval.analyzers import get_analyzer
 from rag_eval_assets.retrieval.bm25 import BM25Index
-from rag_eval_assets.retrieval.retrievers import Bm25Retriever, collapse_to_documents, folder_rows, run_retriever
+from rag_eval_assets.retrieval.dense import DenseIndex
+from rag_eval_assets.retrieval.encoders import SentenceTransformerEncoder
+from rag_eval_assets.retrieval.retrievers import (
+    RESULT_COLUMNS,
+    Bm25Retriever,
+    DenseRetriever,
+    HybridRetriever,
+    collapse_to_documents,
+    folder_rows,
+    run_retriever,
+)
 
 CHUNKS = pd.DataFrame(
     {
@@ -19,6 +33,11 @@ CHUNKS = pd.DataFrame(
         ],
     }
 )
+
+
+@pytest.fixture(scope="module")
+def minilm() -> SentenceTransformerEncoder:
+    return SentenceTransformerEncoder()
 
 
 def _bm25() -> Bm25Retriever:
@@ -56,3 +75,42 @@ def test_collapse_keeps_each_documents_best_chunk():
     assert docs["rank"].tolist() == list(range(1, len(docs) + 1))
     best_a = results[results["doc_id"] == "ops/a.md"].iloc[0]["chunk_id"]
     assert docs[docs["doc_id"] == "ops/a.md"]["chunk_id"].item() == best_a
+
+
+def test_batches_give_the_same_table_and_share_an_amortised_latency(monkeypatch):
+    texts = ["dome maintenance", "telescope", "software schedule", "camera", "unicorn"]
+    ids = [f"q{i}" for i in range(len(texts))]
+    folders = [[], ["sw"], [], ["sw"], []]
+    whole = run_retriever("bm25", _bm25(), ids, texts, CHUNKS, depth=3, folders=folders)
+    monkeypatch.setattr(retrievers, "QUERY_BATCH", 2)
+    batched = run_retriever("bm25", _bm25(), ids, texts, CHUNKS, depth=3, folders=folders)
+    columns = [c for c in RESULT_COLUMNS if c != "latency_s"]
+    pd.testing.assert_frame_equal(batched[columns], whole[columns])
+    assert whole["latency_s"].nunique() == 1
+    # Batches {q0, q1}, {q2, q3}, {q4}: one latency per batch (q4 retrieves nothing, so it has no rows).
+    per_query = batched.groupby("query_id")["latency_s"].first()
+    assert per_query["q0"] == per_query["q1"] and per_query["q2"] == per_query["q3"]
+
+
+def test_hybrid_hits_carry_each_components_own_score(minilm):
+    bm25 = _bm25()
+    dense = DenseRetriever(DenseIndex.build(CHUNKS["text"].tolist(), minilm))
+    texts, folders = ["dome maintenance", "software on the telescope"], [["ops"], []]
+    for method in ("rrf", "convex"):
+        hybrid = HybridRetriever(bm25, dense, method, candidate_depth=4)
+        results = run_retriever("hybrid", hybrid, ["a", "b"], texts, CHUNKS, depth=3, folders=folders)
+        allowed = [folder_rows(CHUNKS, f) for f in folders]
+        lexical = bm25.search_batch(texts, 4, allowed)
+        semantic = dense.search_batch(texts, 4, allowed)
+        assert all(math.isnan(hit.score_dense) for hits in lexical for hit in hits)
+        assert all(math.isnan(hit.score_bm25) for hits in semantic for hit in hits)
+        for q, query_id in enumerate(["a", "b"]):
+            own = results[results["query_id"] == query_id]
+            assert set(own["chunk_id"]) <= set(CHUNKS["chunk_id"][sorted(allowed[q] or range(len(CHUNKS)))])
+            by_row = {CHUNKS["chunk_id"][h.row]: h for h in lexical[q]}
+            for chunk_id, score in zip(own["chunk_id"], own["score_bm25"]):
+                assert score == by_row[chunk_id].score if chunk_id in by_row else math.isnan(score)
+            by_row = {CHUNKS["chunk_id"][h.row]: h for h in semantic[q]}
+            for chunk_id, score in zip(own["chunk_id"], own["score_dense"]):
+                assert score == by_row[chunk_id].score if chunk_id in by_row else math.isnan(score)
+        assert hybrid.version()["name"] == "hybrid"

@@ -4,16 +4,23 @@ added from outside the library (this file) that runs through the pipeline."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
+from typing import Annotated, ClassVar
 
 import dagster as dg
+import numpy as np
 import pytest
+from pydantic import BaseModel, StrictInt
 
 from rag_eval_assets.defs.jobs import run_pipeline
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.errors import InputError
+from rag_eval_assets.retrieval.ranking import Hit
+from rag_eval_assets.retrieval.registry import KINDS, BuiltIndexes, IndexNeed, Variant, register
 from rag_eval_assets.settings import load_settings
+from rag_eval_assets.settings_base import Section, at_least
 from rag_eval_assets_tests.stored_tables import stored_table
 from rag_eval_assets_tests.sample_config import REPO, write_sample_config
 
@@ -106,3 +113,61 @@ def test_a_bm25_only_configuration_never_imports_torch(tmp_path):
                          timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "True []"
+
+
+class _LuckyParams(Section):
+    seed: Annotated[StrictInt, at_least(0)] = 0
+
+
+class _LuckyKind:
+    """A kind from outside the library: seeded random scores over every chunk (a floor any real retriever beats)."""
+
+    name: ClassVar[str] = "lucky"
+    Params: ClassVar[type[BaseModel]] = _LuckyParams
+    own_answers: ClassVar[bool] = False
+    score_column: ClassVar[str | None] = None
+
+    def problems(self, params: BaseModel) -> list[tuple[str, str]]:
+        return []
+
+    def needs(self, variant: Variant, language: str) -> list[IndexNeed]:
+        return []
+
+    def build(self, variant: Variant, indexes: BuiltIndexes):
+        n_chunks, seed = len(indexes.chunks), variant.params.seed
+
+        class Lucky:
+            def search_batch(self, texts, depth, allowed=None):
+                scores = np.random.default_rng(seed).random((len(texts), n_chunks))
+                return [[Hit(int(r), float(s[r]), math.nan, math.nan) for r in np.argsort(-s, kind="stable")[:depth]]
+                        for s in scores]
+
+        return Lucky()
+
+
+@pytest.fixture
+def lucky_kind():
+    register(_LuckyKind())
+    yield
+    KINDS.pop("lucky")
+
+
+def test_a_kind_registered_from_outside_runs_through_the_pipeline(tmp_path, lucky_kind):
+    config = write_sample_config(tmp_path, "retrievers:\n  bm25: {kind: bm25}\n  lucky: {kind: lucky, seed: 3}\n"
+                                 "k_values: [1, 5]\nanswering: {k_values: [5]}\n")
+    (tmp_path / "bad").mkdir()
+    with pytest.raises(InputError, match="retrievers.lucky.seed"):
+        load_settings(write_sample_config(tmp_path / "bad", "retrievers:\n  lucky: {kind: lucky, seed: -1}\n"))
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+        steps = list(run_pipeline(build_defs(config), load_settings(config), instance))
+    assert all(s.result.success for s in steps), [s.job for s in steps if not s.result.success]
+    assets = tmp_path / "store" / "assets"
+    lucky = stored_table(assets, "retrieval_results/retriever=lucky")
+    assert lucky.groupby("query_id").size().eq(5).all()
+    table = stored_table(assets, "retrieval_metrics")
+    hits = table[(table.slice == "all") & (table.metric == "hit@k") & (table.k == 5)].set_index("retriever")["value"]
+    assert hits["bm25"] > hits["lucky"]  # chance loses to BM25 on the sample
+    run_dir = next((tmp_path / "store" / "runs").iterdir())
+    assert {"name": "lucky", "kind": "lucky", "seed": 3} in json.loads((run_dir / "config.json").read_text(
+        ))["variants"].values()

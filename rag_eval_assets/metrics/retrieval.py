@@ -81,46 +81,50 @@ def retrieval_metrics(
     # Negative questions have no gold by definition: any row labelled for one is dropped, not trusted.
     gold = gold[gold["query_id"].isin(qids[~negative])]
     judged = relevance_judgements(gold, level)
-    judged_q = qids.get_indexer(judged["query_id"])
+    judged_q = _positions(qids, judged["query_id"])
     n_rel = np.bincount(judged_q, minlength=nq)
-    has_gold = np.bincount(qids.get_indexer(gold["query_id"]), minlength=nq) > 0
+    has_gold = np.bincount(_positions(qids, gold["query_id"]), minlength=nq) > 0
     item = "chunk_id" if level == "chunk" else "doc_id"
     supports = gold.loc[
         gold["source"].isin(CHUNK_PRECISE_SOURCES) & (gold["support_index"] >= 0),
         ["query_id", item, "support_index"],
     ].drop_duplicates()
     supports = supports.rename(columns={item: "item"})
-    has_supports = np.bincount(qids.get_indexer(supports["query_id"]), minlength=nq) > 0
+    has_supports = np.bincount(_positions(qids, supports["query_id"]), minlength=nq) > 0
 
     ranked = ranked_lists(results[results["query_id"].isin(qids)], level)
-    g = retrievers.get_indexer(ranked["retriever"]) * nq + qids.get_indexer(ranked["query_id"])
+    ranked_q = _positions(qids, ranked["query_id"])
+    g = _positions(retrievers, ranked["retriever"]) * nq + ranked_q
     pos = ranked["position"].to_numpy(dtype=np.int64)
-    grade = (
-        ranked[["query_id", "item"]]
-        .merge(judged, on=["query_id", "item"], how="left")["grade"]
-        .fillna(0)
-        .to_numpy(dtype=float)
+    # Ids as integer codes over one shared vocabulary, so every (question, id) lookup below is an integer join.
+    item_code, judged_code = _codes(ranked["item"], judged["item"])
+    n_items = max(int(item_code.max(initial=-1)), int(judged_code.max(initial=-1))) + 1
+    found = pd.Index(judged_q.astype(np.int64) * n_items + judged_code).get_indexer(
+        ranked_q.astype(np.int64) * n_items + item_code
     )
+    # found is -1 for an unjudged row: it picks the appended 0.
+    grade = np.append(judged["grade"].to_numpy(dtype=float), 0.0)[found]
     rel = grade > 0
     if level == "doc":
         doc_rel = rel
     else:
-        doc_keys = gold[["query_id", "doc_id"]].drop_duplicates().assign(gold_doc=True)
-        doc_rel = (
-            ranked[["query_id", "doc_id"]]
-            .merge(doc_keys, on=["query_id", "doc_id"], how="left")["gold_doc"]
-            .notna()
-            .to_numpy()
-        )
+        ranked_doc, gold_doc = _codes(ranked["doc_id"], gold["doc_id"])
+        n_docs = max(int(ranked_doc.max(initial=-1)), int(gold_doc.max(initial=-1))) + 1
+        gold_keys = _positions(qids, gold["query_id"]).astype(np.int64) * n_docs + gold_doc
+        doc_rel = np.isin(ranked_q.astype(np.int64) * n_docs + ranked_doc, gold_keys)
     # A negative question should retrieve nothing anyone labelled relevant; such a hit is its false positive. At
     # chunk level a chunk of a document labelled relevant as a whole (seed 001 gold_doc_ids, qrels) counts too:
     # with doc-only labels no chunk id is labelled at all.
-    labelled_hit = ranked["item"].isin(judged["item"].unique())
+    labelled_hit = _member(item_code, judged_code, n_items)
     if level == "chunk":
-        labelled_docs = gold.loc[gold["source"].isin(DOC_SOURCES), "doc_id"].unique()
-        labelled_hit |= ranked["doc_id"].isin(labelled_docs)
-    false_pos = negative[qids.get_indexer(ranked["query_id"])] & labelled_hit.to_numpy()
-    rel_so_far = pd.Series(rel.astype(np.int64)).groupby(g).cumsum().to_numpy()
+        labelled_hit |= _member(ranked_doc, gold_doc[gold["source"].isin(DOC_SOURCES).to_numpy()], n_docs)
+    false_pos = negative[ranked_q] & labelled_hit
+    # ranked_lists keeps each group's rows together, in position order: a running count minus the count before
+    # the group's first row is the count within the group.
+    running = np.cumsum(rel)
+    group_start = np.flatnonzero(pos == 1)
+    before = (running - rel)[group_start]
+    rel_so_far = running - np.repeat(before, np.diff(np.append(group_start, len(pos))))
 
     first_rel = _first_position(g, pos, rel, n_groups)
     first_doc = _first_position(g, pos, doc_rel, n_groups)
@@ -178,12 +182,13 @@ def retrieval_metrics(
                 values[:, j, -1] = scope
 
     n_cells = len(cuts) * len(names)
+    # Id columns are taken from string arrays rather than built from Python objects: same values, less work.
     return pd.DataFrame(
         {
-            "query_id": np.repeat(qids.to_numpy()[q_of_g], n_cells),
-            "retriever": np.repeat(retrievers.to_numpy(), nq * n_cells),
+            "query_id": pd.array(qids, dtype="str").take(np.repeat(q_of_g, n_cells)),
+            "retriever": pd.array(retrievers, dtype="str").take(np.repeat(np.arange(nr), nq * n_cells)),
             "k": np.tile(np.repeat(np.asarray(cuts, dtype=np.int64), len(names)), n_groups),
-            "metric": np.tile(np.asarray(names, dtype=object), n_groups * len(cuts)),
+            "metric": pd.array(names, dtype="str").take(np.tile(np.arange(len(names)), n_groups * len(cuts))),
             "value": values.ravel(),
         }
     )
@@ -191,20 +196,45 @@ def retrieval_metrics(
 
 def ranked_lists(results: pd.DataFrame, level: str) -> pd.DataFrame:
     """One ranked list per (retriever, query_id): columns retriever, query_id, item (chunk_id or doc_id at `level`),
-    doc_id, position (1-based), rows in rank order with each item at its first occurrence only."""
+    doc_id, position (1-based), rows in rank order with each item at its first occurrence only; lists ordered by
+    retriever, then query_id."""
     item = "chunk_id" if level == "chunk" else "doc_id"
-    ordered = results.sort_values(["retriever", "query_id", "rank"], kind="stable")
-    ordered = ordered.drop_duplicates(["retriever", "query_id", item], keep="first")
-    ranked = pd.DataFrame(
+    retriever = pd.factorize(results["retriever"], sort=True)[0].astype(np.int64)
+    query = pd.factorize(results["query_id"], sort=True)[0].astype(np.int64)
+    order = np.lexsort((results["rank"].to_numpy(), query, retriever))
+    group = (retriever * (query.max(initial=-1) + 1) + query)[order]
+    items = pd.factorize(results[item])[0].astype(np.int64)[order]
+    first = ~pd.Index(group * (items.max(initial=-1) + 1) + items).duplicated(keep="first")
+    rows, group = order[first], group[first]
+    starts = np.flatnonzero(np.diff(group, prepend=-1))
+    position = np.arange(len(rows)) - np.repeat(starts, np.diff(np.append(starts, len(rows)))) + 1
+    return pd.DataFrame(
         {
-            "retriever": ordered["retriever"].to_numpy(),
-            "query_id": ordered["query_id"].to_numpy(),
-            "item": ordered[item].to_numpy(),
-            "doc_id": ordered["doc_id"].to_numpy(),
+            "retriever": results["retriever"].array.take(rows),
+            "query_id": results["query_id"].array.take(rows),
+            "item": results[item].array.take(rows),
+            "doc_id": results["doc_id"].array.take(rows),
+            "position": position,
         }
     )
-    ranked["position"] = ranked.groupby(["retriever", "query_id"], sort=False).cumcount() + 1
-    return ranked
+
+
+def _codes(*columns: pd.Series) -> list[np.ndarray]:
+    """Integer codes of the values of several columns over one shared vocabulary (equal values, equal codes)."""
+    codes = pd.factorize(pd.concat([pd.Series(c.array) for c in columns], ignore_index=True))[0].astype(np.int64)
+    return np.split(codes, np.cumsum([len(c) for c in columns])[:-1])
+
+
+def _positions(index: pd.Index, values: pd.Series) -> np.ndarray:
+    """index.get_indexer(values), looking each distinct value up once."""
+    codes, distinct = pd.factorize(values)
+    return index.get_indexer(distinct)[codes] if len(codes) else np.zeros(0, dtype=np.int64)
+
+
+def _member(codes: np.ndarray, members: np.ndarray, n: int) -> np.ndarray:
+    table = np.zeros(n, dtype=bool)
+    table[members] = True
+    return table[codes]
 
 
 def relevance_judgements(gold: pd.DataFrame, level: str) -> pd.DataFrame:
@@ -253,6 +283,8 @@ def _support_positions(
     has one group holding every support that resolved to at least one item.
     """
     nq = len(qids)
+    if supports.empty:
+        return np.full(n_groups, np.inf), np.full(n_groups, np.inf)
     hits = ranked[["g", "query_id", "item", "position"]].merge(supports, on=["query_id", "item"])
     support_pos = hits.groupby(["g", "support_index"])["position"].min()
     any_pos = np.full(n_groups, np.inf)

@@ -14,23 +14,24 @@ Repeated query terms count once per occurrence, as in rank-bm25's BM25Okapi.get_
 - "atire": idf = ln(N / df).
 
 The weights live in a CSR matrix with one row per vocabulary term and one column per document, so the scores of a
-batch of queries are one sparse product: (query-term counts, queries x terms) @ (weights, terms x documents).
+batch of queries are one sparse product: (query-term counts, queries x terms) @ (weights, terms x documents),
+computed straight into a dense (queries x documents) block (`_score_block`) for the top-k cut.
 """
 
 from __future__ import annotations
 
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import chain
 
 import numpy as np
 import scipy.sparse as sp
 
-from rag_eval_assets.retrieval.ranking import Ranking, check_depth, top_k
+from rag_eval_assets.retrieval.ranking import Ranking, check_depth, mask_disallowed, queries_per_block, top_k_block
 
 VARIANTS = ("lucene", "okapi", "robertson", "atire")
 _ALIASES = {"robertson": "okapi"}
-# Queries scored per sparse product: bounds the (queries x documents) intermediate on large corpora.
-_QUERY_BATCH = 512
 
 
 @dataclass(frozen=True)
@@ -55,31 +56,52 @@ def _idf(variant: str, n_docs: int, df: np.ndarray, epsilon: float) -> np.ndarra
 
 @dataclass(frozen=True)
 class TermFrequencies:
-    """What BM25 is computed from: the vocabulary and a CSR matrix of term counts (terms x documents). Stored as
-    the index table, so k1, b and the variant are applied when a retriever is built, not when the index is."""
+    """What BM25 is computed from: the sorted vocabulary and a CSR matrix of term counts (terms x documents, each
+    term's documents ascending). Stored as the index table, so k1, b and the variant apply when a retriever is built,
+    and BM25 variants with other parameters share one index."""
 
     terms: list[str]
     tf: sp.csr_matrix
 
     @classmethod
-    def count(cls, tokenized_docs: list[list[str]]) -> TermFrequencies:
-        doc_len = np.array([len(doc) for doc in tokenized_docs], dtype=np.int64)
-        if doc_len.sum() == 0:
+    def count(cls, tokenized_docs: Iterable[Sequence[str]]) -> TermFrequencies:
+        """Counts documents given as term lists, in one pass: a generator of term lists works as well as a list, so
+        a corpus never has to be held tokenized in memory (only one int32 term id and one tf per distinct term of
+        each document are kept)."""
+        # Per (document, distinct term) entry, in document order: the term's id in order of first sight, and its tf.
+        term_ids: dict[str, int] = {}
+        entry_term, entry_tf, doc_len, doc_terms = array("i"), array("i"), array("q"), array("q")
+        for doc in tokenized_docs:
+            counts = Counter(doc)
+            entry_term.extend([term_ids.setdefault(term, len(term_ids)) for term in counts])
+            entry_tf.extend(counts.values())
+            doc_len.append(len(doc))
+            doc_terms.append(len(counts))
+        n_docs = len(doc_len)
+        if sum(doc_len) == 0:
             raise ValueError(
-                f"cannot build a BM25 index: the corpus has {len(tokenized_docs)} document(s) and no terms "
+                f"cannot build a BM25 index: the corpus has {n_docs} document(s) and no terms "
                 "(empty corpus, or every document analyzed to nothing)"
             )
-        terms = sorted(set(chain.from_iterable(tokenized_docs)))
-        term_ids = {term: i for i, term in enumerate(terms)}
-        flat_terms = np.fromiter((term_ids[t] for t in chain.from_iterable(tokenized_docs)), dtype=np.int64)
-        flat_docs = np.repeat(np.arange(len(tokenized_docs)), doc_len)
-        # COO -> CSR sums the duplicate (term, doc) entries: data becomes tf, and each row's length is df.
-        tf = sp.coo_matrix(
-            (np.ones(len(flat_terms)), (flat_terms, flat_docs)), shape=(len(terms), len(tokenized_docs))
-        ).tocsr()
-        return cls(terms, tf)
+        # Term rows in sorted term order, as a stored index (index_tables) loads them.
+        terms = sorted(term_ids)
+        sorted_row = np.empty(len(terms), dtype=np.int32)
+        sorted_row[np.fromiter((term_ids[t] for t in terms), dtype=np.int64, count=len(terms))] = np.arange(
+            len(terms), dtype=np.int32
+        )
+        del term_ids
+        term_of_entry = sorted_row[np.frombuffer(entry_term, dtype=np.int32)]
+        del entry_term
+        doc_of_entry = np.repeat(np.arange(n_docs, dtype=np.int32), np.frombuffer(doc_terms, dtype=np.int64))
+        # Entries are in document order, so a stable sort by term leaves each term's documents ascending.
+        by_term = np.argsort(term_of_entry, kind="stable")
+        indptr = np.zeros(len(terms) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(term_of_entry, minlength=len(terms)), out=indptr[1:])
+        tf = np.frombuffer(entry_tf, dtype=np.int32)[by_term].astype(np.float64)
+        return cls(terms, sp.csr_matrix((tf, doc_of_entry[by_term], indptr), shape=(len(terms), n_docs)))
 
     def with_params(self, params: BM25Params) -> BM25Index:
+        """The BM25 weights of every (term, document) under `params`."""
         variant = _ALIASES.get(params.variant, params.variant)
         if variant not in VARIANTS:
             raise ValueError(f"unknown BM25 variant {params.variant!r}; valid: {', '.join(VARIANTS)}")
@@ -88,18 +110,16 @@ class TermFrequencies:
             raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
         params = BM25Params(variant, k1, b, float(params.epsilon))
         tf = self.tf
-        doc_len = np.asarray(tf.sum(axis=0), dtype=np.float64).ravel()
-        df = np.diff(tf.indptr).astype(np.float64)
-        idf = _idf(variant, tf.shape[1], df, params.epsilon)
-        length_norm = k1 * (1.0 - b + b * doc_len / doc_len.mean())
-        term_of_entry = np.repeat(np.arange(len(self.terms)), np.diff(tf.indptr))
-        tf_part = tf.data * (k1 + 1.0) / (tf.data + length_norm[tf.indices])
-        weights = sp.csr_matrix((idf[term_of_entry] * tf_part, tf.indices, tf.indptr), shape=tf.shape)
-        return BM25Index(params, self.terms, weights)
+        lengths = np.bincount(tf.indices, weights=tf.data, minlength=tf.shape[1])
+        idf = _idf(variant, tf.shape[1], np.diff(tf.indptr).astype(np.float64), params.epsilon)
+        length_norm = k1 * (1.0 - b + b * lengths / lengths.mean())
+        term_of_entry = np.repeat(np.arange(len(self.terms), dtype=np.int32), np.diff(tf.indptr))
+        weight = idf[term_of_entry] * (tf.data * (k1 + 1.0) / (tf.data + length_norm[tf.indices]))
+        return BM25Index(params, self.terms, sp.csr_matrix((weight, tf.indices, tf.indptr), shape=tf.shape))
 
 
 class BM25Index:
-    """A built BM25 index (`BM25Index.build`); `index_tables` stores it as a table."""
+    """A built BM25 index (`BM25Index.build`, or `TermFrequencies.with_params`)."""
 
     def __init__(self, params: BM25Params, terms: list[str], weights: sp.csr_matrix):
         self.params = params
@@ -114,7 +134,7 @@ class BM25Index:
     @classmethod
     def build(
         cls,
-        tokenized_docs: list[list[str]],
+        tokenized_docs: Iterable[Sequence[str]],
         k1: float = 0.9,
         b: float = 0.4,
         variant: str = "lucene",
@@ -122,7 +142,7 @@ class BM25Index:
     ) -> BM25Index:
         return TermFrequencies.count(tokenized_docs).with_params(BM25Params(variant, k1, b, epsilon))
 
-    def _query_matrix(self, tokenized_queries: list[list[str]]) -> sp.csr_matrix:
+    def _query_matrix(self, tokenized_queries: Sequence[Sequence[str]]) -> sp.csr_matrix:
         """Queries x terms counts; terms absent from the index are dropped (they score 0 in every variant)."""
         rows, cols = [], []
         for q, tokens in enumerate(tokenized_queries):
@@ -132,19 +152,46 @@ class BM25Index:
         shape = (len(tokenized_queries), len(self.terms))
         return sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=shape).tocsr()
 
-    def scores(self, tokenized_query: list[str]) -> np.ndarray:
-        """The BM25 score of every document for one query (float64, length n_docs)."""
-        return (self._query_matrix([tokenized_query]) @ self.weights).toarray().ravel()
+    def _score_block(self, tokenized_queries: Sequence[Sequence[str]]) -> np.ndarray:
+        """(queries x documents) scores, float64: the sparse product (query-term counts) @ weights, computed as one
+        scatter-add of the postings of every (query, term) pair into a dense block. Per cell the terms are added in
+        the order of the term ids, as scipy's CSR product adds them, so the scores are the product's to the bit."""
+        counts = self._query_matrix(tokenized_queries)
+        n_queries, n_docs = counts.shape[0], self.n_docs
+        terms = counts.indices
+        starts, ends = self.weights.indptr[terms], self.weights.indptr[terms + 1]
+        lengths = ends - starts
+        # Position in weights.data/indices of every posting of every (query, term) pair, pair after pair.
+        offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
+        pair_query = np.repeat(np.arange(n_queries, dtype=np.int64), np.diff(counts.indptr))
+        cells = np.repeat(pair_query * n_docs, lengths) + self.weights.indices[offsets]
+        contributions = np.repeat(counts.data, lengths) * self.weights.data[offsets]
+        block = np.bincount(cells, weights=contributions, minlength=n_queries * n_docs)
+        # With no posting at all (no query term is in the index) bincount returns integer zeros.
+        return block.astype(np.float64, copy=False).reshape(n_queries, n_docs)
 
-    def search(self, tokenized_queries: list[list[str]], depth: int) -> list[Ranking]:
-        """Per query, at most `depth` (row, score) pairs, best first; documents scoring <= 0 are left out."""
+    def scores(self, tokenized_query: Sequence[str]) -> np.ndarray:
+        """The BM25 score of every document for one query (float64, length n_docs)."""
+        return self._score_block([tokenized_query])[0]
+
+    def search(
+        self,
+        tokenized_queries: Sequence[Sequence[str]],
+        depth: int,
+        allowed: Sequence[frozenset[int] | None] | None = None,
+    ) -> list[Ranking]:
+        """Per query, at most `depth` (row, score) pairs, best first; documents scoring <= 0 are left out, and so
+        are rows outside allowed[q] when given (the cut comes after that filter, so it is exact).
+
+        Queries are scored a block at a time (ranking.BLOCK_CELLS bounds the block); a document outside allowed[q]
+        gets -inf, and `top_k_block` cuts every query of the block at once, keeping only scores above 0.
+        """
         check_depth(depth)
         results: list[Ranking] = []
-        for start in range(0, len(tokenized_queries), _QUERY_BATCH):
-            batch = self._query_matrix(tokenized_queries[start : start + _QUERY_BATCH]) @ self.weights
-            for q in range(batch.shape[0]):
-                row = slice(batch.indptr[q], batch.indptr[q + 1])
-                docs, scores = batch.indices[row], batch.data[row]
-                positive = scores > 0
-                results.append(top_k(docs[positive], scores[positive], depth) if positive.any() else [])
+        step = queries_per_block(self.n_docs)
+        for start in range(0, len(tokenized_queries), step):
+            block = self._score_block(tokenized_queries[start : start + step])
+            if allowed is not None:
+                mask_disallowed(block, allowed[start : start + step])
+            results.extend(top_k_block(block, depth, floor=0.0))
         return results

@@ -2,21 +2,19 @@
 
     score(q, d) = cos(e(q), e(d)) = e(q) . e(d)      (vectors are unit length)
 
-Every chunk is a candidate (scores may be negative); the top `depth` are cut with np.argpartition and sorted
-stably (ties by row ascending).
+Every chunk is a candidate (scores may be negative); a block of queries is one matrix product, cut by
+`ranking.top_k_block` (ties by row ascending).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 
 import numpy as np
 
 from rag_eval_assets.retrieval.embedding_cache import EmbeddingCache, encode_cached
 from rag_eval_assets.retrieval.encoders import Encoder
-from rag_eval_assets.retrieval.ranking import Ranking, check_depth, top_k
-
-# Queries scored per matrix product: bounds the (queries x chunks) float32 block on large corpora.
-_QUERY_BATCH = 256
+from rag_eval_assets.retrieval.ranking import Ranking, check_depth, mask_disallowed, queries_per_block, top_k_block
 
 
 class DenseIndex:
@@ -36,13 +34,18 @@ class DenseIndex:
         """Encodes the chunks as passages; with a cache only texts it has not seen for this model are encoded."""
         return cls(encode_cached(encoder, chunk_texts, "passage", cache), encoder, cache)
 
-    def search(self, query_texts: list[str], depth: int) -> list[Ranking]:
-        """Per query, the `depth` chunks with the highest cosine similarity, best first."""
+    def search(
+        self, query_texts: list[str], depth: int, allowed: Sequence[frozenset[int] | None] | None = None
+    ) -> list[Ranking]:
+        """Per query, the `depth` chunks with the highest cosine similarity, best first; with allowed[q] given,
+        only rows in it (the cut comes after that filter, so it is exact)."""
         check_depth(depth)
         queries = encode_cached(self.encoder, query_texts, "query", self.cache)
-        rows = np.arange(len(self.vectors))
         results: list[Ranking] = []
-        for start in range(0, len(queries), _QUERY_BATCH):
-            block = queries[start : start + _QUERY_BATCH] @ self.vectors.T
-            results.extend(top_k(rows, scores, depth) for scores in block)
+        step = queries_per_block(len(self.vectors))
+        for start in range(0, len(queries), step):
+            block = queries[start : start + step] @ self.vectors.T
+            if allowed is not None:
+                mask_disallowed(block, allowed[start : start + step])
+            results.extend(top_k_block(block, depth))
         return results

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Protocol
 import pandas as pd
 from pydantic import BaseModel, ValidationError
 
+from rag_eval_assets.retrieval.retrievers import Retriever
 from rag_eval_assets.settings_base import problems as section_problems
 
 # A variant name is a partition key and a file name: no separators, no spaces.
@@ -50,21 +51,6 @@ class Variant:
         if self.parts:
             out["of"] = [part.version() for part in self.parts]
         return out
-
-
-class Hit(Protocol):
-    """One retrieved chunk: its row in the chunk table, the score it was ranked by, and the scores of the parts."""
-
-    row: int
-    score: float
-    score_bm25: float | None
-    score_dense: float | None
-
-
-class Retriever(Protocol):
-    def search_batch(
-        self, texts: Sequence[str], depth: int, allowed: Sequence[frozenset[int] | None] | None = None
-    ) -> list[list[Any]]: ...
 
 
 @dataclass

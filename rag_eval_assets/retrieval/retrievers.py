@@ -1,7 +1,15 @@
 """The named retrievers of a run (bm25, dense, hybrid, http) and the long results table they all produce.
 
-Every query is searched on its own and timed, so `latency_s` is a real per-query latency, as a user of the system
-would see it, not a batch average.
+Queries are searched QUERY_BATCH at a time: BM25 scores a batch with one sparse product, dense with one matrix
+product (ranking.top_k_block cuts every query's top k in the same pass). `latency_s` is therefore an amortised
+per-query latency: the wall time of the batch's `search_batch` call (analysis or query encoding, scoring, top-k and,
+for hybrid, both components and the fusion) divided by the number of queries in the batch; every query of a batch
+carries the same value. Building the results table is not included. It is what one query costs in a batch
+evaluation, not the latency of one interactive request (which pays the fixed per-call costs alone).
+
+Every retriever class has `version()` and `search_batch(texts, depth, allowed)`, which returns per query its hits
+as ranking.Hit (row, score, score_bm25, score_dense; NaN for a component that took no part), so callers treat all
+retrievers alike.
 
 A folder filter (seed 002's folder selection) restricts a query to the chunks under its folders: the full ranking
 is computed and cut after filtering, so the top k is exact rather than what survives of an unfiltered top k.
@@ -9,10 +17,11 @@ is computed and cut after filtering, so the top k is exact rather than what surv
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -21,7 +30,11 @@ from rag_eval_assets.retrieval.analyzers import Analyzer
 from rag_eval_assets.retrieval.bm25 import BM25Index
 from rag_eval_assets.retrieval.dense import DenseIndex
 from rag_eval_assets.retrieval.hybrid import Fusion, convex, rrf
-from rag_eval_assets.retrieval.ranking import Ranking
+from rag_eval_assets.retrieval.ranking import Hit, Ranking, component_hits
+
+# Queries per search_batch call. Memory is bounded inside the indexes (ranking.BLOCK_CELLS), so this only sets how
+# often progress is reported and how many queries share one latency figure.
+QUERY_BATCH = 256
 
 RESULT_COLUMNS = (
     "query_id",
@@ -36,6 +49,16 @@ RESULT_COLUMNS = (
 )
 
 
+class Retriever(Protocol):
+    """What run_retriever needs: hits for a batch of query texts, and the tuple that identifies the retriever."""
+
+    def version(self) -> dict[str, Any]: ...
+
+    def search_batch(
+        self, texts: Sequence[str], depth: int, allowed: Sequence[frozenset[int] | None] | None = None
+    ) -> list[list[Hit]]: ...
+
+
 @dataclass
 class Bm25Retriever:
     index: BM25Index
@@ -46,10 +69,13 @@ class Bm25Retriever:
         return {"name": "bm25", "variant": p.variant, "k1": p.k1, "b": p.b, "epsilon": p.epsilon,
                 "analyzer": self.analyzer.name}
 
-    def search(self, text: str, depth: int, allowed: frozenset[int] | None = None) -> Ranking:
-        if allowed is None:
-            return self.index.search([self.analyzer(text)], depth)[0]
-        return _within(self.index.search([self.analyzer(text)], self.index.n_docs)[0], allowed, depth)
+    def rankings(self, texts: Sequence[str], depth: int,
+                 allowed: Sequence[frozenset[int] | None] | None = None) -> list[Ranking]:
+        return self.index.search([self.analyzer(text) for text in texts], depth, allowed)
+
+    def search_batch(self, texts: Sequence[str], depth: int,
+                     allowed: Sequence[frozenset[int] | None] | None = None) -> list[list[Hit]]:
+        return component_hits(self.rankings(texts, depth, allowed), "bm25")
 
 
 @dataclass
@@ -59,10 +85,13 @@ class DenseRetriever:
     def version(self) -> dict[str, Any]:
         return {"name": "dense", "embedding_model": self.index.model_id}
 
-    def search(self, text: str, depth: int, allowed: frozenset[int] | None = None) -> Ranking:
-        if allowed is None:
-            return self.index.search([text], depth)[0]
-        return _within(self.index.search([text], len(self.index.vectors))[0], allowed, depth)
+    def rankings(self, texts: Sequence[str], depth: int,
+                 allowed: Sequence[frozenset[int] | None] | None = None) -> list[Ranking]:
+        return self.index.search(list(texts), depth, allowed)
+
+    def search_batch(self, texts: Sequence[str], depth: int,
+                     allowed: Sequence[frozenset[int] | None] | None = None) -> list[list[Hit]]:
+        return component_hits(self.rankings(texts, depth, allowed), "dense")
 
 
 @dataclass
@@ -81,17 +110,21 @@ class HybridRetriever:
         fusion.update({"rrf_k": self.rrf_k} if self.method == "rrf" else {"alpha": self.alpha})
         return {"name": "hybrid", **fusion, "bm25": self.bm25.version(), "dense": self.dense.version()}
 
-    def fuse(self, text: str, depth: int, allowed: frozenset[int] | None = None) -> Fusion:
+    def fuse(self, texts: Sequence[str], depth: int,
+             allowed: Sequence[frozenset[int] | None] | None = None) -> Fusion:
         candidates = max(depth, self.candidate_depth)
-        lexical = [self.bm25.search(text, candidates, allowed)]
-        semantic = [self.dense.search(text, candidates, allowed)]
+        lexical = self.bm25.rankings(texts, candidates, allowed)
+        semantic = self.dense.rankings(texts, candidates, allowed)
         if self.method == "rrf":
             return rrf([lexical, semantic], k=self.rrf_k, depth=depth)
         return convex(lexical, semantic, alpha=self.alpha, depth=depth)
 
-
-def _within(ranking: Ranking, allowed: frozenset[int], depth: int) -> Ranking:
-    return [hit for hit in ranking if hit[0] in allowed][:depth]
+    def search_batch(self, texts: Sequence[str], depth: int,
+                     allowed: Sequence[frozenset[int] | None] | None = None) -> list[list[Hit]]:
+        fusion = self.fuse(texts, depth, allowed)
+        return [[Hit(row, score, *(part.score if part else math.nan for part in parts[row]))
+                 for row, score in ranking]
+                for ranking, parts in zip(fusion.rankings, fusion.components)]
 
 
 def folder_rows(chunks: pd.DataFrame, folders: Sequence[str]) -> frozenset[int] | None:
@@ -103,18 +136,19 @@ def folder_rows(chunks: pd.DataFrame, folders: Sequence[str]) -> frozenset[int] 
     return frozenset(np.flatnonzero(under).tolist())
 
 
-def _frame(rows: list[tuple], chunks: pd.DataFrame) -> pd.DataFrame:
-    df = pd.DataFrame(rows, columns=["query_id", "retriever", "rank", "row", "score", "score_bm25", "score_dense",
-                                     "latency_s"])
-    df["chunk_id"] = chunks["chunk_id"].to_numpy()[df["row"].to_numpy(dtype=np.int64)]
-    df["doc_id"] = chunks["doc_id"].to_numpy()[df["row"].to_numpy(dtype=np.int64)]
-    df = df.astype({"rank": "int64", "score": "float64", "score_bm25": "float64", "score_dense": "float64"})
+def _frame(rows: dict[str, list], chunks: pd.DataFrame) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    position = df.pop("row").to_numpy(dtype=np.int64)
+    df["chunk_id"] = chunks["chunk_id"].to_numpy()[position]
+    df["doc_id"] = chunks["doc_id"].to_numpy()[position]
+    df = df.astype({"rank": "int64", "score": "float64", "score_bm25": "float64", "score_dense": "float64",
+                    "latency_s": "float64"})
     return df[list(RESULT_COLUMNS)]
 
 
 def run_retriever(
     name: str,
-    retriever: Bm25Retriever | DenseRetriever | HybridRetriever,
+    retriever: Retriever,
     query_ids: Sequence[str],
     texts: Sequence[str],
     chunks: pd.DataFrame,
@@ -122,32 +156,39 @@ def run_retriever(
     progress: Callable[[int, int], None] | None = None,
     folders: Sequence[Sequence[str]] | None = None,
 ) -> pd.DataFrame:
-    """Search every query (one at a time, timed) and return the long results table, best first per query.
+    """Search the queries in batches of QUERY_BATCH and return the long results table, best first per query.
 
     `folders[i]`, when given, restricts query i to the chunks under those folders (an empty list: no filter).
+    `progress(done, total)` is called after each batch.
     """
-    rows: list[tuple] = []
-    for i, (query_id, text) in enumerate(zip(query_ids, texts, strict=True)):
-        allowed = folder_rows(chunks, folders[i]) if folders is not None else None
-        start = time.perf_counter()
-        if isinstance(retriever, HybridRetriever):
-            fusion = retriever.fuse(text, depth, allowed)
-            latency = time.perf_counter() - start
-            parts = fusion.components[0]
-            for rank, (row, score) in enumerate(fusion.rankings[0], 1):
-                lexical, semantic = parts[row]
-                rows.append((query_id, name, rank, row, score, lexical.score if lexical else None,
-                             semantic.score if semantic else None, latency))
-        else:
-            ranking = retriever.search(text, depth, allowed)
-            latency = time.perf_counter() - start
-            own = "score_bm25" if isinstance(retriever, Bm25Retriever) else "score_dense"
-            for rank, (row, score) in enumerate(ranking, 1):
-                rows.append((query_id, name, rank, row, score, score if own == "score_bm25" else None,
-                             score if own == "score_dense" else None, latency))
+    if len(query_ids) != len(texts) or (folders is not None and len(folders) != len(texts)):
+        raise ValueError(f"{len(query_ids)} query ids, {len(texts)} texts"
+                         + ("" if folders is None else f" and {len(folders)} folder lists") + ": must be equal")
+    scope: dict[tuple[str, ...], frozenset[int] | None] = {}
+    columns: dict[str, list] = {c: [] for c in ("query_id", "rank", "row", "score", "score_bm25", "score_dense",
+                                                 "latency_s")}
+    for start in range(0, len(texts), QUERY_BATCH):
+        batch = list(texts[start : start + QUERY_BATCH])
+        allowed = None
+        if folders is not None:
+            keys = [tuple(f) for f in folders[start : start + QUERY_BATCH]]
+            for key in keys:
+                if key not in scope:  # many queries share a folder list; each list is resolved once
+                    scope[key] = folder_rows(chunks, key)
+            allowed = [scope[key] for key in keys]
+        began = time.perf_counter()
+        hits = retriever.search_batch(batch, depth, allowed)
+        latency = (time.perf_counter() - began) / len(batch)
+        for query_id, ranking in zip(query_ids[start : start + QUERY_BATCH], hits, strict=True):
+            columns["query_id"] += [query_id] * len(ranking)
+            columns["rank"] += range(1, len(ranking) + 1)
+            columns["latency_s"] += [latency] * len(ranking)
+            for key, values in zip(("row", "score", "score_bm25", "score_dense"), zip(*ranking)):
+                columns[key] += values
         if progress is not None:
-            progress(i + 1, len(query_ids))
-    return _frame(rows, chunks)
+            progress(min(start + QUERY_BATCH, len(texts)), len(texts))
+    columns["retriever"] = [name] * len(columns["query_id"])
+    return _frame(columns, chunks)
 
 
 def collapse_to_documents(results: pd.DataFrame, depth: int) -> pd.DataFrame:
