@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shutil
 import sys
@@ -61,9 +62,12 @@ def _execute(defs, settings, instance, log) -> tuple[bool, list[str], bool]:
             errors += failed_checks
             for event in step.result.all_events:
                 if event.is_step_failure and event.step_failure_data is not None:
-                    error = event.step_failure_data.error
-                    while error.cause is not None:
-                        error = error.cause
+                    # Dagster wraps the error our code raised: that one says why (and names the file or setting);
+                    # what it was raised from is the library's view, kept in the log.
+                    chain = [event.step_failure_data.error]
+                    while chain[-1].cause is not None:
+                        chain.append(chain[-1].cause)
+                    error = next((e for e in chain if not e.cls_name.startswith("Dagster")), chain[-1])
                     input_error |= error.cls_name == InputError.__name__
                     if error.cls_name != "DagsterAssetCheckFailedError" or not failed_checks:
                         errors.append(f"{event.step_key}: {redact_text(error.message.strip())}")
@@ -130,6 +134,21 @@ def _pipeline(defs, settings, instance, verbose: bool) -> _Outcome:
     return _Outcome(ok, input_error, run_dir, log.keep(run_dir, failed=not ok))
 
 
+@contextmanager
+def _asset_values(defs, instance):
+    """`load(asset, partition_key=None)`: an asset's value through its IO manager, as the assets read each other,
+    wherever storage_dir is (a directory or an object store). Dagster's loader prints a DEBUG line per file it opens
+    to stderr, through a console logger it builds for each load and takes no configuration for; logging's switch
+    is process-wide, so DEBUG is off while it reads."""
+    with defs.get_asset_value_loader(instance=instance) as loader:
+        previous = logging.root.manager.disable
+        logging.disable(logging.DEBUG)
+        try:
+            yield loader.load_asset_value
+        finally:
+            logging.disable(previous)
+
+
 def _run(args: argparse.Namespace) -> int:
     from rag_eval_assets.definitions import build_defs
     from rag_eval_assets.runs.compare import recorded_verdict
@@ -193,13 +212,12 @@ def _evaluate(args: argparse.Namespace) -> int:
         if not outcome.ok:
             print(outcome.where())
             return outcome.exit_code
-        # Through the IO manager, as the assets read each other: the tables may be on an object store.
-        with defs.get_asset_value_loader(instance=instance) as loader:
-            aggregate = loader.load_asset_value("retrieval_metrics")
-            per_query = loader.load_asset_value("retrieval_metrics_per_query")
-            results = {r: loader.load_asset_value("retrieval_results", partition_key=r) for r in settings.retrievers}
-            chunks = loader.load_asset_value("chunks")
-            documents = loader.load_asset_value("corpus_documents")
+        with _asset_values(defs, instance) as load:
+            aggregate = load("retrieval_metrics")
+            per_query = load("retrieval_metrics_per_query")
+            results = {r: load("retrieval_results", partition_key=r) for r in settings.retrievers}
+            chunks = load("chunks")
+            documents = load("corpus_documents")
 
     per_query.to_parquet(out / "per_query.parquet", index=False)
     overall = aggregate[aggregate["slice"] == "all"]
@@ -263,7 +281,8 @@ def _benchmark(args: argparse.Namespace) -> int:
             if not outcome.ok:
                 print(f"dataset {dataset.name} failed\n{outcome.where()}", file=sys.stderr)
                 return outcome.exit_code
-            table = defs.load_asset_value("answer_metrics", instance=instance)
+            with _asset_values(defs, instance) as load:
+                table = load("answer_metrics")
         rows = table[(table["metric"] == "weighted_score") & (table["slice"] == "all")]
         for row in rows.itertuples():
             cells.setdefault((row.retriever, int(row.k)), []).append(
