@@ -32,45 +32,46 @@ def _execute(defs, settings, instance, log) -> tuple[bool, list[str], bool]:
     errors: list[str] = []
     ok = True
     input_error = False
-    for line in recover_dead_runs(instance):
-        print(f"rag-eval: recovered {line}")
+    with log:  # everything the runs log, from here on, goes to the log file
+        for line in recover_dead_runs(instance):
+            print(f"rag-eval: recovered {line}")
 
-    def say(line: str) -> None:
-        print(f"rag-eval: {line}", flush=True)
+        def say(line: str) -> None:
+            print(f"rag-eval: {line}", flush=True)
 
-    def around(run_id: str):
-        log.listen(instance, run_id)
-        return watching(instance, run_id, say)
+        def around(run_id: str):
+            log.listen(instance, run_id)
+            return watching(instance, run_id, say)
 
-    for step in run_pipeline(defs, settings, instance, tags=own_tags(), around=around):
-        label = step.job + (f" [{step.partition}]" if step.partition else "")
-        print(f"{label}: {'succeeded' if step.result.success else 'FAILED'} (run {step.result.run_id})")
-        for event in step.result.get_asset_materialization_events():
-            mat = event.materialization
-            rows = mat.metadata.get("dagster/row_count")
-            where = f"[{mat.partition}]" if mat.partition else ""
-            print(f"  {mat.asset_key.to_user_string() + where:<36} {rows.value if rows else '-':>9} rows")
-        failed_checks = []
-        for check in step.result.get_asset_check_evaluations():
-            name = f"{check.asset_key.to_user_string()}:{check.check_name}"
-            print(f"  check {name} {'passed' if check.passed else 'FAILED'}")
-            if not check.passed:
-                failed_checks.append(f"check {name} failed: {redact_text(check.description or 'no description')}")
-        if not step.result.success:
-            ok = False
-            # A failed blocking check says why in its own description; Dagster's error only names it.
-            errors += failed_checks
-            for event in step.result.all_events:
-                if event.is_step_failure and event.step_failure_data is not None:
-                    # Dagster wraps the error our code raised: that one says why (and names the file or setting);
-                    # what it was raised from is the library's view, kept in the log.
-                    chain = [event.step_failure_data.error]
-                    while chain[-1].cause is not None:
-                        chain.append(chain[-1].cause)
-                    error = next((e for e in chain if not e.cls_name.startswith("Dagster")), chain[-1])
-                    input_error |= error.cls_name == InputError.__name__
-                    if error.cls_name != "DagsterAssetCheckFailedError" or not failed_checks:
-                        errors.append(f"{event.step_key}: {redact_text(error.message.strip())}")
+        for step in run_pipeline(defs, settings, instance, tags=own_tags(), around=around):
+            label = step.job + (f" [{step.partition}]" if step.partition else "")
+            print(f"{label}: {'succeeded' if step.result.success else 'FAILED'} (run {step.result.run_id})")
+            for event in step.result.get_asset_materialization_events():
+                mat = event.materialization
+                rows = mat.metadata.get("dagster/row_count")
+                where = f"[{mat.partition}]" if mat.partition else ""
+                print(f"  {mat.asset_key.to_user_string() + where:<36} {rows.value if rows else '-':>9} rows")
+            failed_checks = []
+            for check in step.result.get_asset_check_evaluations():
+                name = f"{check.asset_key.to_user_string()}:{check.check_name}"
+                print(f"  check {name} {'passed' if check.passed else 'FAILED'}")
+                if not check.passed:
+                    failed_checks.append(f"check {name} failed: {redact_text(check.description or 'no description')}")
+            if not step.result.success:
+                ok = False
+                # A failed blocking check says why in its own description; Dagster's error only names it.
+                errors += failed_checks
+                for event in step.result.all_events:
+                    if event.is_step_failure and event.step_failure_data is not None:
+                        # Dagster wraps the error our code raised: that one says why (and names the file or setting);
+                        # what it was raised from is the library's view, kept in the log.
+                        chain = [event.step_failure_data.error]
+                        while chain[-1].cause is not None:
+                            chain.append(chain[-1].cause)
+                        error = next((e for e in chain if not e.cls_name.startswith("Dagster")), chain[-1])
+                        input_error |= error.cls_name == InputError.__name__
+                        if error.cls_name != "DagsterAssetCheckFailedError" or not failed_checks:
+                            errors.append(f"{event.step_key}: {redact_text(error.message.strip())}")
     return ok, errors, input_error
 
 
@@ -125,8 +126,8 @@ def _pipeline(defs, settings, instance, verbose: bool) -> _Outcome:
     from rag_eval_assets.runs.store import list_runs
 
     before = set(list_runs(settings.runs_dir))
-    with RunLog(settings.runs_dir, verbose) as log:
-        ok, errors, input_error = _execute(defs, settings, instance, log)
+    log = RunLog(settings.runs_dir, verbose)
+    ok, errors, input_error = _execute(defs, settings, instance, log)
     written = [path for path in list_runs(settings.runs_dir) if path not in before]
     run_dir = written[0] if written else None
     for error in errors:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rag_eval_assets.cli import build_parser
 from rag_eval_assets.defs.run_log import LOG_FILE
 from rag_eval_assets.runs.store import list_runs
 from rag_eval_assets_tests.sample_config import REPO, SAMPLE_EVALSET, write_sample_config
@@ -120,3 +121,23 @@ def test_an_input_error_names_file_line_and_field_and_exits_2(tmp_path):
     (log,) = (tmp_path / "store" / "runs").glob("failed-*.log")  # no run directory: the log beside the runs
     assert f"log: {log}\n" in run.stdout
     assert " evalset STEP_FAILURE - " in log.read_text(encoding="utf-8")
+
+
+COMMANDS = {
+    "run": [], "evaluate": ["--corpus", "c", "--evalset", "e", "--out", "o"],
+    "score": ["--evalset", "e", "--answers", "a", "--out", "o"], "compare": ["--base", "b", "--cand", "c"],
+    "history": [], "baseline accept": ["RUN"], "baseline show": [], "benchmark": ["--config-file", "b", "--out", "o"],
+    "backfill": [], "label": ["--evalset", "e"],
+}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_global_options_go_before_or_after_every_command(command):
+    parser = build_parser()
+    words = [*command.split(), *COMMANDS[command]]
+    before = parser.parse_args(["--config", "x.yaml", "--verbose", *words])
+    after = parser.parse_args([*words, "--config", "x.yaml", "--verbose"])
+    neither = parser.parse_args(words)
+    assert (before.config, before.verbose) == (after.config, after.verbose) == ("x.yaml", True)
+    assert (neither.config, neither.verbose) == (None, False)
+    assert parser.parse_args(["--config", "a.yaml", *words, "--config", "b.yaml"]).config == "b.yaml"
