@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
+import shutil
 import sys
 import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -13,32 +18,32 @@ import yaml
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.redaction import install_log_redaction, redact_text
 
+INPUT_ERROR = 2  # exit code of a bad input file or setting (named by file, line and field, or by dotted key)
+# The instance settings of a Dagster home rag-eval creates (as `make` copies them into its .dagster_home).
+INSTANCE_SETTINGS = Path(__file__).resolve().parents[1] / "deploy" / "dagster.yaml"
 
-def _execute(config_file: Path, instance_dir: Path | None = None) -> tuple[bool, list[str]]:
-    """Materialize everything through the jobs; print one line per asset (and partition) with its row count."""
-    # Imported here so `rag-eval --help` stays fast.
-    import dagster as dg
 
+def _execute(defs, settings, instance, log) -> tuple[bool, list[str], bool]:
+    """Materialize everything through the jobs; print one line per asset (and partition) with its row count.
+    Returns whether every run succeeded, why not, and whether an input error (a file, line and field) was why."""
     from rag_eval_assets.defs.jobs import run_pipeline
     from rag_eval_assets.defs.run_guard import own_tags, recover_dead_runs, watching
-    from rag_eval_assets.definitions import build_defs
 
-    from rag_eval_assets.settings import load_settings
-
-    defs = build_defs(config_file)
-    settings = load_settings(config_file)
     errors: list[str] = []
     ok = True
-    instance = dg.DagsterInstance.get() if instance_dir is None else dg.DagsterInstance.ephemeral(str(instance_dir))
-    with instance:
+    input_error = False
+    with log:  # everything the runs log, from here on, goes to the log file
         for line in recover_dead_runs(instance):
             print(f"rag-eval: recovered {line}")
 
         def say(line: str) -> None:
             print(f"rag-eval: {line}", flush=True)
 
-        for step in run_pipeline(defs, settings, instance, tags=own_tags(),
-                                 around=lambda run_id: watching(instance, run_id, say)):
+        def around(run_id: str):
+            log.listen(instance, run_id)
+            return watching(instance, run_id, say)
+
+        for step in run_pipeline(defs, settings, instance, tags=own_tags(), around=around):
             label = step.job + (f" [{step.partition}]" if step.partition else "")
             print(f"{label}: {'succeeded' if step.result.success else 'FAILED'} (run {step.result.run_id})")
             for event in step.result.get_asset_materialization_events():
@@ -58,39 +63,113 @@ def _execute(config_file: Path, instance_dir: Path | None = None) -> tuple[bool,
                 errors += failed_checks
                 for event in step.result.all_events:
                     if event.is_step_failure and event.step_failure_data is not None:
-                        error = event.step_failure_data.error
-                        while error.cause is not None:
-                            error = error.cause
+                        # Dagster wraps the error our code raised: that one says why (and names the file or setting);
+                        # what it was raised from is the library's view, kept in the log.
+                        chain = [event.step_failure_data.error]
+                        while chain[-1].cause is not None:
+                            chain.append(chain[-1].cause)
+                        error = next((e for e in chain if not e.cls_name.startswith("Dagster")), chain[-1])
+                        input_error |= error.cls_name == InputError.__name__
                         if error.cls_name != "DagsterAssetCheckFailedError" or not failed_checks:
                             errors.append(f"{event.step_key}: {redact_text(error.message.strip())}")
-    return ok, errors
+    return ok, errors, input_error
+
+
+def _dagster_home(config_file: Path) -> None:
+    """DAGSTER_HOME, or where it is unset (outside make) the .dagster_home beside the configuration file, as make
+    sets it beside ./rag_eval.yaml: created with the project's instance settings (telemetry off, the run queue,
+    pools) unless it has its own dagster.yaml."""
+    if os.environ.get("DAGSTER_HOME"):
+        return
+    home = config_file.parent / ".dagster_home"
+    home.mkdir(exist_ok=True)
+    if not (home / "dagster.yaml").is_file():
+        shutil.copyfile(INSTANCE_SETTINGS, home / "dagster.yaml")
+    os.environ["DAGSTER_HOME"] = str(home)  # for Dagster and the processes we start (backfill)
+    print(f"rag-eval: DAGSTER_HOME is not set: using {home}", file=sys.stderr)
+
+
+@contextmanager
+def _pipeline_instance(config_file: Path, instance_dir: Path | None):
+    """The instance runs go to: DAGSTER_HOME's, or a throw-away one keeping its files in `instance_dir`."""
+    import dagster as dg
+
+    if instance_dir is None:
+        _dagster_home(config_file)
+    with dg.DagsterInstance.get() if instance_dir is None else dg.DagsterInstance.ephemeral(str(instance_dir)) as i:
+        yield i
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    ok: bool
+    input_error: bool
+    run_dir: Path | None  # the run directory this pipeline wrote, if it got that far
+    log_file: Path
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else INPUT_ERROR if self.input_error else 1
+
+    def where(self) -> str:
+        """Where to look: the run directory and its report when written, and the log."""
+        from rag_eval_assets.reports.html import REPORT_FILE
+
+        lines = [f"run directory: {self.run_dir}", f"report: {self.run_dir / REPORT_FILE}"] if self.run_dir else []
+        return "\n".join([*lines, f"log: {self.log_file}"])
+
+
+def _pipeline(defs, settings, instance, verbose: bool) -> _Outcome:
+    """Every job of the pipeline, its log in a file (and on the terminal with `verbose`); why a run failed on stderr,
+    one line per reason, never a stack trace."""
+    from rag_eval_assets.defs.run_log import RunLog
+    from rag_eval_assets.runs.store import list_runs
+
+    before = set(list_runs(settings.runs_dir))
+    log = RunLog(settings.runs_dir, verbose)
+    ok, errors, input_error = _execute(defs, settings, instance, log)
+    written = [path for path in list_runs(settings.runs_dir) if path not in before]
+    run_dir = written[0] if written else None
+    for error in errors:
+        print(error, file=sys.stderr)
+    return _Outcome(ok, input_error, run_dir, log.keep(run_dir, failed=not ok))
+
+
+@contextmanager
+def _asset_values(defs, instance):
+    """`load(asset, partition_key=None)`: an asset's value through its IO manager, as the assets read each other,
+    wherever storage_dir is (a directory or an object store). Dagster's loader prints a DEBUG line per file it opens
+    to stderr, through a console logger it builds for each load and takes no configuration for; logging's switch
+    is process-wide, so DEBUG is off while it reads."""
+    with defs.get_asset_value_loader(instance=instance) as loader:
+        previous = logging.root.manager.disable
+        logging.disable(logging.DEBUG)
+        try:
+            yield loader.load_asset_value
+        finally:
+            logging.disable(previous)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from rag_eval_assets.definitions import build_defs
+    from rag_eval_assets.runs.compare import recorded_verdict
+    from rag_eval_assets.runs.store import COMPARISON_JSON
     from rag_eval_assets.settings import load_settings
 
-    from rag_eval_assets.reports.html import REPORT_FILE
-    from rag_eval_assets.runs.compare import recorded_verdict
-    from rag_eval_assets.runs.store import COMPARISON_JSON, list_runs
-
     settings = load_settings(args.config)
-    before = set(list_runs(settings.runs_dir))
-    ok, errors = _execute(settings.config_file)
-    for error in errors:
-        print(error, file=sys.stderr)
-    if ok:
+    defs = build_defs(settings.config_file)
+    with _pipeline_instance(settings.config_file, None) as instance:
+        outcome = _pipeline(defs, settings, instance, args.verbose)
+    if outcome.ok:
         print(f"tables written under {settings.assets_dir}")
     # A run whose gate failed still wrote its run directory and report: say where, and the verdict, either way.
-    written = [path for path in list_runs(settings.runs_dir) if path not in before]
-    if written:
-        run_dir = written[0]
-        comparison = run_dir / COMPARISON_JSON
+    if outcome.run_dir:
+        comparison = outcome.run_dir / COMPARISON_JSON
         verdict = recorded_verdict(json.loads(comparison.read_text(encoding="utf-8"))) if comparison.is_file() \
             else "no baseline run yet: nothing to compare"
         print(f"verdict: {verdict}")
-        print(f"run directory: {run_dir}")
-        print(f"report: {run_dir / REPORT_FILE}")
-    return 0 if ok else 1
+    print(outcome.where())
+    return outcome.exit_code
 
 
 WHOLE_DOCUMENT = 10_000_000  # chunk_size_chars larger than any document: one chunk per document
@@ -109,7 +188,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     is_beir = (corpus / "corpus.jsonl").is_file()
     level = args.level or ("doc" if is_beir else "chunk")
     config = {
-        "storage_dir": str(out / "store"),
+        "storage_dir": args.storage_dir or str(out / "store"),
         "corpus": {"id": args.corpus_id or corpus.name, "path": str(corpus), "language": args.language},
         "evalset": {"name": args.evalset_name or evalset.stem, "path": str(evalset)},
         "retrievers": args.retrievers.split(","),
@@ -128,15 +207,19 @@ def _evaluate(args: argparse.Namespace) -> int:
     config_file = out / "rag_eval.yaml"
     config_file.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
     settings = load_settings(config_file)
-    ok, errors = _execute(config_file, instance_dir=out / "dagster")
-    if not ok:
-        for error in errors:
-            print(error, file=sys.stderr)
-        return 1
+    defs = build_defs(config_file)
+    with _pipeline_instance(config_file, out / "dagster") as instance:
+        outcome = _pipeline(defs, settings, instance, args.verbose)
+        if not outcome.ok:
+            print(outcome.where())
+            return outcome.exit_code
+        with _asset_values(defs, instance) as load:
+            aggregate = load("retrieval_metrics")
+            per_query = load("retrieval_metrics_per_query")
+            results = {r: load("retrieval_results", partition_key=r) for r in settings.retrievers}
+            chunks = load("chunks")
+            documents = load("corpus_documents")
 
-    defs = build_defs(config_file)  # the tables the run committed, through the IO manager
-    aggregate = defs.load_asset_value("retrieval_metrics")
-    per_query = defs.load_asset_value("retrieval_metrics_per_query")
     per_query.to_parquet(out / "per_query.parquet", index=False)
     overall = aggregate[aggregate["slice"] == "all"]
     summary = {
@@ -155,17 +238,16 @@ def _evaluate(args: argparse.Namespace) -> int:
         "aggregate": aggregate.to_dict("records"),
     }
     (out / "metrics.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    for retriever in settings.retrievers:
-        results = defs.load_asset_value("retrieval_results", partition_key=retriever)
-        write_trec_run(results, out / f"run.{retriever}.trec", run_name=retriever, level=level)
+    for retriever, table in results.items():
+        write_trec_run(table, out / f"run.{retriever}.trec", run_name=retriever, level=level)
     questions = load_evalset(evalset)
-    chunks = defs.load_asset_value("chunks")
-    doc_ids = defs.load_asset_value("corpus_documents")["doc_id"].unique().tolist()
+    doc_ids = documents["doc_id"].unique().tolist()
     write_trec_qrels(resolve_gold(questions, chunks, doc_ids), out / "qrels.trec", level=level)
     for retriever, metrics in summary["metrics"].items():
         shown = {m: v for m, v in metrics.items() if m.startswith(("ndcg@10", "recall@10", "mrr@10", "hit@10"))}
         print(f"{retriever}: {shown}")
     print(f"metrics: {out / 'metrics.json'}\nper-query table: {out / 'per_query.parquet'}")
+    print(outcome.where())
     return 0
 
 
@@ -173,6 +255,7 @@ def _benchmark(args: argparse.Namespace) -> int:
     """Seed 000 section 6: every dataset through the whole pipeline, then one weighted score over them."""
     from rag_eval_assets.definitions import build_defs
     from rag_eval_assets.runs.benchmark import aggregate_benchmark, load_benchmark_config, require_rules
+    from rag_eval_assets.settings import load_settings
 
     bench = load_benchmark_config(args.config_file)
     require_rules(bench, args.config_file)
@@ -192,11 +275,15 @@ def _benchmark(args: argparse.Namespace) -> int:
         }
         config_file = target / "rag_eval.yaml"
         config_file.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
-        ok, errors = _execute(config_file, instance_dir=target / "dagster")
-        if not ok:
-            print(f"{dataset.name}: " + "\n".join(errors), file=sys.stderr)
-            return 1
-        table = build_defs(config_file).load_asset_value("answer_metrics")
+        settings = load_settings(config_file)
+        defs = build_defs(config_file)
+        with _pipeline_instance(config_file, target / "dagster") as instance:
+            outcome = _pipeline(defs, settings, instance, args.verbose)
+            if not outcome.ok:
+                print(f"dataset {dataset.name} failed\n{outcome.where()}", file=sys.stderr)
+                return outcome.exit_code
+            with _asset_values(defs, instance) as load:
+                table = load("answer_metrics")
         rows = table[(table["metric"] == "weighted_score") & (table["slice"] == "all")]
         for row in rows.itertuples():
             cells.setdefault((row.retriever, int(row.k)), []).append(
@@ -357,7 +444,6 @@ def _history(args: argparse.Namespace) -> int:
 def _backfill(args: argparse.Namespace) -> int:
     """A real Dagster backfill (listed in the UI under Overview > Backfills), run by the daemon: start `make ui`
     (dagster dev) or `dagster-daemon run` to have its runs launched."""
-    import os
     import subprocess
 
     from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, GRID_JOB
@@ -383,6 +469,7 @@ def _backfill(args: argparse.Namespace) -> int:
               f"(retrievers: {list(settings.retrievers)}, answer k values: {list(settings.answering.k_values)})",
               file=sys.stderr)
         return 2
+    _dagster_home(settings.config_file)  # where the backfill is recorded for the daemon to launch its runs
     env = {**os.environ, "RAG_EVAL_CONFIG": str(settings.config_file)}
     command = [str(Path(sys.executable).parent / "dagster"), "job", "backfill", "-m", "rag_eval_assets.definitions",
                "-j", job, "--partitions", ",".join(keys), "--noprompt"]
@@ -400,18 +487,35 @@ def _label(args: argparse.Namespace) -> int:
     return label(settings, Path(args.evalset), args.retriever, args.sut_url, args.k, args.only)
 
 
+def _global_options(after_the_command: bool) -> argparse.ArgumentParser:
+    """--config and --verbose, before the command or after it: after it they have no defaults of their own, so
+    that they override what was given before and leave it alone otherwise."""
+    options = argparse.ArgumentParser(add_help=False)
+    default = {"default": argparse.SUPPRESS} if after_the_command else {}
+    options.add_argument("--config", help="configuration file (default: $RAG_EVAL_CONFIG or ./rag_eval.yaml)",
+                         **default)
+    options.add_argument("-v", "--verbose", action="store_true",
+                         help="the whole log on the terminal too (Dagster's events of every step, DEBUG up)", **default)
+    return options
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rag-eval", description=__doc__)
-    parser.add_argument("--config", help="configuration file (default: $RAG_EVAL_CONFIG or ./rag_eval.yaml)")
+    parser = argparse.ArgumentParser(prog="rag-eval", description=__doc__, parents=[_global_options(False)])
+    after = _global_options(True)
+
+    def command(actions, name: str, **kwargs) -> argparse.ArgumentParser:
+        return actions.add_parser(name, parents=[after], **kwargs)
+
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="materialize every asset on the configured corpus and evalset")
+    run = command(sub, "run", help="materialize every asset on the configured corpus and evalset")
     run.set_defaults(func=_run)
-    ev = sub.add_parser("evaluate", help="evaluate retrievers on a corpus and evalset (BEIR folders included)")
+    ev = command(sub, "evaluate", help="evaluate retrievers on a corpus and evalset (BEIR folders included)")
     ev.add_argument("--corpus", required=True, help="a BEIR folder (corpus.jsonl) or a folder of md/pdf/txt files")
     ev.add_argument("--evalset", required=True, help="an evalset file or a BEIR folder (queries.jsonl + qrels)")
     ev.add_argument("--retrievers", default="bm25,dense,hybrid")
     ev.add_argument("--k", default="1,3,5,10,20")
     ev.add_argument("--out", required=True, help="output directory")
+    ev.add_argument("--storage-dir", help="where the tables go: a directory or an fsspec URL (default: OUT/store)")
     ev.add_argument("--level", choices=("chunk", "doc"), help="default: doc for BEIR corpora, chunk otherwise")
     ev.add_argument("--language", default="multi", help="bm25 analyzer: en, ru, zh or multi")
     ev.add_argument("--dense-model", default="all-MiniLM-L6-v2")
@@ -421,7 +525,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--corpus-id", help="corpus id in chunk ids (default: the folder name)")
     ev.add_argument("--evalset-name", help="evalset version name (default: the file or folder name)")
     ev.set_defaults(func=_evaluate)
-    sc = sub.add_parser("score", help="score answers produced elsewhere against an evalset")
+    sc = command(sub, "score", help="score answers produced elsewhere against an evalset")
     sc.add_argument("--evalset", required=True, help="an evalset file in any supported format")
     sc.add_argument("--answers", required=True, help="JSONL: id, answer, optional contexts [{source_path, text}]")
     sc.add_argument("--out", required=True, help="output directory")
@@ -429,8 +533,8 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--embedding-model", help="compute semantic similarity with this model (e.g. all-MiniLM-L6-v2)")
     sc.add_argument("--citation-pattern", help="regex for a page citation (default: стр. N)")
     sc.set_defaults(func=_score)
-    cmp = sub.add_parser(
-        "compare", help="the verdict on a candidate run against a baseline run: exit 0 better or no significant "
+    cmp = command(
+        sub, "compare", help="the verdict on a candidate run against a baseline run: exit 0 better or no significant "
         "change, 1 worse, 2 incompatible runs, 3 a run directory missing or unreadable"
     )
     cmp.add_argument("--base", required=True, help="baseline run: a run directory, or a run id of the configured store")
@@ -452,33 +556,33 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--max-error-rate", type=float,
                       help="do not compare a metric whose calls failed more often than this in either run (0.05)")
     cmp.set_defaults(func=_compare)
-    hist = sub.add_parser("history", help="the runs in the store with their evalset, headline metric and verdict")
+    hist = command(sub, "history", help="the runs in the store with their evalset, headline metric and verdict")
     hist.add_argument("--metric", default="ndcg@10", help="metric@k to show per retriever (ndcg@10)")
     hist.add_argument("--retriever", help="only this retriever's values")
     hist.add_argument("--last", type=int, help="only the newest N runs")
     hist.add_argument("--runs-dir", help="the run store (default: runs_dir of the configuration)")
     hist.set_defaults(func=_history)
-    bl = sub.add_parser("baseline", help="the run later runs compare with: show it, or accept a run as one")
+    bl = command(sub, "baseline", help="the run later runs compare with: show it, or accept a run as one")
     bl_actions = bl.add_subparsers(dest="action", required=True)
-    accept = bl_actions.add_parser("accept", help="accept RUN (e.g. worse on purpose) as the baseline of later runs")
+    accept = command(bl_actions, "accept", help="accept RUN (e.g. worse on purpose) as the baseline of later runs")
     accept.add_argument("run", help="a run id of the configured store, or a run directory")
     accept.add_argument("--note", help="why it is accepted (kept in the run's accepted.json)")
-    bl_actions.add_parser("show", help="the run the next run of the configured evalset compares with, and why")
+    command(bl_actions, "show", help="the run the next run of the configured evalset compares with, and why")
     bl.set_defaults(func=_baseline)
-    bm = sub.add_parser("benchmark", help="several datasets (corpus + evalset each), one aggregated weighted score")
+    bm = command(sub, "benchmark", help="several datasets (corpus + evalset each), one aggregated weighted score")
     bm.add_argument("--config-file", required=True, help="YAML/JSON: name, datasets [{name, corpus, evalset, weight}]")
     bm.add_argument("--out", required=True, help="output directory (one sub-directory per dataset)")
     bm.add_argument("--retrievers", default="bm25,dense,hybrid")
     bm.add_argument("--k", default="5", help="k values of the answer grid (and of retrieval)")
     bm.add_argument("--language", default="multi", help="bm25 analyzer: en, ru, zh or multi")
     bm.set_defaults(func=_benchmark)
-    bf = sub.add_parser("backfill", help="backfill the partitions of one retriever or one k (run by the daemon)")
+    bf = command(sub, "backfill", help="backfill the partitions of one retriever or one k (run by the daemon)")
     bf.add_argument("--retriever", help="every partition of this retriever")
     bf.add_argument("--k", type=int, help="every partition of this k (answer grid)")
     bf.add_argument("--grid", choices=("answers", "retrieval"), default="answers",
                     help="answers: answers and judged answers (retriever x k); retrieval: retrieval results")
     bf.set_defaults(func=_backfill)
-    lb = sub.add_parser("label", help="label gold supports in a full-screen terminal app (seed 002 label_eval.py)")
+    lb = command(sub, "label", help="label gold supports in a full-screen terminal app (seed 002 label_eval.py)")
     lb.add_argument("--evalset", required=True, help="a seed 002 or seed 001 JSONL (or a plain id/question list)")
     source = lb.add_mutually_exclusive_group()
     source.add_argument("--retriever", help="a configured retriever of our own over the configured corpus "
@@ -487,13 +591,19 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--k", type=int, default=20, help="chunks shown per question (default 20)")
     lb.add_argument("--only", choices=("unlabeled", "failing", "all"), default="all",
                     help="unlabeled: no gold yet; failing: gold not in the top k of the latest run")
-    lb.add_argument("--config", default=argparse.SUPPRESS, help="configuration file (as before the subcommand)")
     lb.set_defaults(func=_label)
     return parser
 
 
+# Progress bars of third-party libraries (the "Loading weights" of transformers) are noise in a terminal and in a
+# CI log. Both are read when tqdm and huggingface_hub are imported, which the CLI does only after main() starts.
+QUIET_PROGRESS = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    for name, value in QUIET_PROGRESS.items():
+        os.environ.setdefault(name, value)
     install_log_redaction()  # the terminal shows log lines (retry warnings, failed calls) with their URLs
     # Dagster flags the beta `data_version` argument on every run; it says nothing to a user of this CLI.
     warnings.filterwarnings("ignore", message=".*is currently in beta.*")
@@ -501,7 +611,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except InputError as exc:
         print(f"error: {redact_text(str(exc))}", file=sys.stderr)
-        return 2
+        return INPUT_ERROR
 
 
 if __name__ == "__main__":

@@ -87,7 +87,7 @@ def test_evalset_naming_absent_documents_lists_the_ids(tmp_path, capsys):
     beir = _beir(tmp_path / "beir")
     with (beir / "qrels.tsv").open("a") as f:
         f.write("q1\tno-such-doc\t1\n")
-    assert _evaluate(tmp_path, beir, beir, "--retrievers", "bm25") == 1
+    assert _evaluate(tmp_path, beir, beir, "--retrievers", "bm25") == 2  # an input error
     err = capsys.readouterr().err
     assert f"{beir / 'queries.jsonl'}:2: field 'qrels'" in err and "no-such-doc" in err
 
@@ -96,7 +96,7 @@ def test_empty_corpus_is_named(tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
     beir = _beir(tmp_path / "beir")
-    assert _evaluate(tmp_path, empty, beir, "--retrievers", "bm25") == 1
+    assert _evaluate(tmp_path, empty, beir, "--retrievers", "bm25") == 2
     assert str(empty) in capsys.readouterr().err
 
 

@@ -4,8 +4,8 @@ Canaries go where credentials go: the API key (the variable `api_key_env` names,
 test), a password in URL userinfo and a `?token=` in a base_url. `rag-eval run` then runs three times into one store
 and one Dagster home: against servers that answer, against servers that fail every call (500 then 401, truncated
 JSON), and against a service that is down (the pipeline stops at its retrieval). No canary may appear in any byte
-the runs wrote (Parquet decoded, JSON, Markdown, HTML, SQLite caches, Dagster's SQLite storage and compute logs),
-in the terminal, or in what the Dagster webserver answers over GraphQL about those runs.
+the runs wrote (Parquet decoded, JSON, Markdown, HTML, SQLite caches, Dagster's SQLite storage and compute logs,
+rag-eval's log files), in the terminal, or in what the Dagster webserver answers over GraphQL about those runs.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import pandas as pd
 from rag_eval_assets.cli import main
 from rag_eval_assets.corpus.chunking import ChunkerParams, chunk_documents
 from rag_eval_assets.corpus.load import load_corpus
+from rag_eval_assets.defs.run_log import LOG_FILE
 from rag_eval_assets_tests.dagster_server import BIN, dagster_env, graphql, running_server, wait_for_asset_keys
 from rag_eval_assets_tests.llm_fault_server import Reply, Status, llm_fault_server, schema_reply
 from rag_eval_assets_tests.sample_config import SAMPLE, write_sample_config
@@ -164,6 +165,12 @@ def test_no_canary_reaches_any_artifact_log_terminal_or_the_ui(tmp_path, monkeyp
     written = _written_text(tmp_path, config)
     assert any(name.endswith("config.json") for name in written)
     assert any("compute_logs" in name for name in written)  # Dagster captured the steps' output
+    # rag-eval's own log: every Dagster event and log line of each run, in its run directory, or beside the runs for
+    # the run that stopped before writing one; the failed call's URL is in it, redacted.
+    logs = {name: text for name, text in written.items() if name.endswith(".log") and "/store/runs/" in name}
+    assert sum(name.endswith(f"/{LOG_FILE}") for name in logs) >= 1
+    (failed,) = [text for name, text in logs.items() if Path(name).name.startswith("failed-")]
+    assert "retrieval_results STEP_FAILURE" in failed and "http://svc:***@127.0.0.1" in failed
     assert _leaks(written) == {}
     for captured in terminal:
         assert not any(c in captured.out + captured.err for c in CANARIES)

@@ -52,8 +52,9 @@ metrics_job = dg.define_asset_job(
     ),
 )
 JOBS = [inputs_job, sut_job, retrieval_grid_job, answer_grid_job, metrics_job]
-# The full event log stays in the instance (and the UI); the terminal gets warnings and errors only.
-QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# The full event log stays in the instance (and the UI, and rag-eval's log file); the terminal is the caller's, which
+# says why a run failed (Dagster's console printed each failed step's stack trace twice).
+QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
 @dataclass(frozen=True)

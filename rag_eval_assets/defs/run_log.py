@@ -1,0 +1,121 @@
+"""The log of a `rag-eval` pipeline run: every Dagster event of its runs (DEBUG up, with job, run id and step key)
+and every log record of the process (INFO up), in one file that ends up in the run directory.
+
+The terminal gets the warnings of our code and of the assets' own log messages; with --verbose, the whole log.
+Dagster's console logger stays quiet (jobs.QUIET_CONSOLE): it printed each failed step's stack trace twice (as the
+step's failure and the run's), where `rag-eval` says why a run failed in one line and points at this file.
+
+Every line is a logging record, so the redaction of rag_eval_assets.redaction (installed by the CLI) masks the
+credentials of every URL in it before it is written anywhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import dagster as dg
+
+from rag_eval_assets.runs.store import RUN_ID_FORMAT
+
+LOG_FILE = "rag-eval.log"  # in the run directory
+# Not under rag_eval_assets: an instance may capture that logger into its event log (python_logs), which would hand
+# these records back to the listener that made them.
+EVENT_LOGGER = "rag_eval.dagster_events"
+LINE = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+class _Terse(logging.Formatter):
+    """One line per record on the terminal: the stack trace, if any, is in the log file."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"rag-eval: {record.levelname.lower()}: {record.getMessage()}"
+
+
+def _not_a_dagster_event(record: logging.LogRecord) -> bool:
+    # Step and run failures are what `rag-eval` summarises itself; an asset's own log message has no event type.
+    return getattr(record, "dagster_event", None) is None
+
+
+class RunLog:
+    """`with RunLog(runs_dir, verbose) as log:` collects the log in a hidden file under runs_dir; `log.listen(instance,
+    run_id)` adds a run's Dagster events; `log.keep(run_dir, failed)` then moves the file where it belongs."""
+
+    def __init__(self, runs_dir: Path, verbose: bool):
+        self.runs_dir = runs_dir
+        self.stamp = datetime.now(timezone.utc).strftime(RUN_ID_FORMAT)
+        self.path = runs_dir / f".rag-eval-{self.stamp}-{os.getpid()}.log"
+        self._events = logging.getLogger(EVENT_LOGGER)
+        self._handlers: list[logging.Handler] = []
+        self._verbose = verbose
+        self._root_level = logging.NOTSET
+
+    def __enter__(self) -> RunLog:
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        file = logging.FileHandler(self.path, encoding="utf-8")
+        file.setFormatter(LINE)
+        terminal = logging.StreamHandler(sys.stderr)
+        if self._verbose:
+            terminal.setFormatter(LINE)
+        else:
+            terminal.setLevel(logging.WARNING)
+            terminal.addFilter(_not_a_dagster_event)
+            terminal.setFormatter(_Terse())
+        self._handlers = [file, terminal]
+        root = logging.getLogger()
+        self._root_level = root.level
+        root.setLevel(min(root.getEffectiveLevel(), logging.INFO))
+        self._events.setLevel(logging.DEBUG)
+        self._events.propagate = False
+        for handler in self._handlers:
+            root.addHandler(handler)
+            self._events.addHandler(handler)
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        root = logging.getLogger()
+        for handler in self._handlers:
+            root.removeHandler(handler)
+            self._events.removeHandler(handler)
+            handler.close()
+        root.setLevel(self._root_level)
+        if exc_type is not None:  # rag-eval itself broke: its traceback follows, the log is kept beside the runs
+            print(f"log: {self.keep(None, failed=True)}", file=sys.stderr)
+
+    def listen(self, instance: dg.DagsterInstance, run_id: str) -> None:
+        """Log each event of run `run_id` as the instance stores it."""
+        instance.add_event_listener(run_id, self._event)
+
+    def _event(self, entry: dg.EventLogEntry) -> None:
+        kind = entry.dagster_event_type.value if entry.dagster_event_type else None
+        text = f"{entry.job_name} {entry.run_id} {entry.step_key or '-'} {kind or 'LOG'} - {entry.message}"
+        error = _error(entry)
+        if error is not None:
+            text += "\n" + error.to_string().rstrip()
+        level = entry.level if isinstance(entry.level, int) else logging.getLevelName(entry.level)
+        self._events.log(level, text, extra={"dagster_event": kind})
+
+    def keep(self, run_dir: Path | None, failed: bool) -> Path:
+        """The log's place: `run_dir`/rag-eval.log, else beside the runs as failed-<time>.log (or rag-eval-<time>.log
+        when nothing failed but no run directory was written)."""
+        if run_dir is not None:
+            target = run_dir / LOG_FILE
+        else:
+            name = f"{'failed' if failed else 'rag-eval'}-{self.stamp}"
+            target = self.runs_dir / f"{name}.log"
+            if target.exists():
+                target = self.runs_dir / f"{name}-{os.getpid()}.log"
+        self.path.replace(target)
+        self.path = target
+        return target
+
+
+def _error(entry: dg.EventLogEntry):
+    """The error a failure event carries (a step's, a run's, an engine event's), else None."""
+    if entry.error_info is not None:
+        return entry.error_info
+    data = entry.dagster_event.event_specific_data if entry.dagster_event else None
+    return getattr(data, "error", None)

@@ -1,0 +1,143 @@
+"""`rag-eval run` as a user starts it outside make (no DAGSTER_HOME, a configuration in its own directory): a
+Dagster home beside the configuration, said once; short reasons instead of stack traces; the whole log in the run
+directory (and on the terminal with --verbose); no progress bars or telemetry banner."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rag_eval_assets.cli import build_parser
+from rag_eval_assets.defs.run_log import LOG_FILE
+from rag_eval_assets.runs.store import list_runs
+from rag_eval_assets_tests.sample_config import REPO, SAMPLE_EVALSET, write_sample_config
+from rag_eval_assets_tests.synthetic_beir import write_collection
+
+NOTICE = "rag-eval: DAGSTER_HOME is not set: using "
+TELEMETRY_BANNER = "we collect usage statistics"  # Dagster's banner on the first run of a home with telemetry on
+NOISE = ("Loading weights", "%|", TELEMETRY_BANNER, "Traceback", "dagster._core", "Stack Trace")
+
+
+def _config(directory: Path, collection: Path, k1: float, b: float) -> Path:
+    path = directory / f"k1_{k1}.yaml"
+    path.write_text(
+        f"storage_dir: {directory / 'store'}\n"
+        f"corpus: {{id: synthetic, path: {collection}, language: en}}\n"
+        f"evalset: {{name: synthetic, path: {collection}}}\n"
+        "chunking: {chunk_size_chars: 100000, overlap_chars: 0}\n"
+        "retrievers: [bm25]\nk_values: [1, 5]\nanswering: {k_values: [5]}\n"
+        f"retrieval: {{level: doc, bm25: {{k1: {k1}, b: {b}}}}}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def _rag_eval(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
+    return subprocess.run([sys.executable, "-m", "rag_eval_assets.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Two runs into one store from a directory of their own: the default BM25 with --verbose (options after the
+    command), then BM25 broken on purpose (options before it), which fails the quality gate."""
+    tmp = tmp_path_factory.mktemp("terminal")
+    collection = write_collection(tmp / "beir")
+    good = _rag_eval("run", "--config", str(_config(tmp, collection, 0.9, 0.4)), "--verbose", cwd=tmp)
+    broken = _rag_eval("--config", str(_config(tmp, collection, 0.05, 0.0)), "run", cwd=tmp)
+    return tmp, good, broken
+
+
+def test_a_dagster_home_beside_the_configuration_said_once(runs):
+    tmp, good, broken = runs
+    assert good.returncode == 0, good.stderr[-3000:]
+    home = tmp / ".dagster_home"
+    for run in (good, broken):
+        assert run.stderr.count(NOTICE) == 1 and f"{NOTICE}{home}\n" in run.stderr
+    instance = yaml.safe_load((home / "dagster.yaml").read_text(encoding="utf-8"))
+    assert instance["telemetry"] == {"enabled": False}  # the project's settings, copied
+    assert instance["concurrency"]["pools"]["default_limit"] == 1
+    assert (home / "history" / "runs.db").is_file()  # the runs were recorded there
+
+
+def test_a_failed_gate_says_why_where_and_exits_1_without_a_stack_trace(runs):
+    tmp, _, broken = runs
+    assert broken.returncode == 1
+    terminal = broken.stdout + broken.stderr
+    assert not [noise for noise in NOISE if noise in terminal], terminal
+    assert "check run_comparison:quality_gate failed: worse: bm25@1: ndcg@k delta" in broken.stderr
+    newest = list_runs(tmp / "store" / "runs")[0]
+    comparison = json.loads((newest / "comparison.json").read_text(encoding="utf-8"))
+    assert comparison["verdict"] == "worse"
+    assert f"run directory: {newest}\n" in broken.stdout
+    assert f"report: {newest / 'report.html'}\n" in broken.stdout and (newest / "report.html").is_file()
+    assert f"log: {newest / LOG_FILE}\n" in broken.stdout
+    assert len(terminal.splitlines()) < 40  # one line per asset and check, the reason, and where to look
+
+
+def test_the_log_in_the_run_directory_holds_every_step_event_and_the_stack_trace(runs):
+    tmp, _, _ = runs
+    newest = list_runs(tmp / "store" / "runs")[0]
+    log = (newest / LOG_FILE).read_text(encoding="utf-8")
+    for step in ("evalset", "chunks", "bm25_index", "retrieval_results", "answers", "evaluation_run"):
+        assert f" {step} STEP_START - " in log and f" {step} STEP_SUCCESS - " in log
+    assert " run_comparison STEP_FAILURE - " in log and " - PIPELINE_FAILURE - " in log
+    assert "DagsterAssetCheckFailedError" in log and "Stack Trace:" in log
+    assert "Asset check 'quality_gate' on 'run_comparison' did not pass" in log
+    assert " DEBUG " in log and " INFO sentence_transformers" in log  # Dagster's debug events, our libraries' INFO
+
+
+def test_verbose_shows_the_log_on_the_terminal(runs):
+    tmp, good, _ = runs
+    first = list_runs(tmp / "store" / "runs")[1]
+    log = (first / LOG_FILE).read_text(encoding="utf-8").splitlines()
+    assert len(log) > 100 and set(log) <= set(good.stderr.splitlines())
+    terminal = good.stdout + good.stderr
+    assert not [noise for noise in ("Loading weights", "%|", TELEMETRY_BANNER) if noise in terminal]
+    assert f"run directory: {first}\n" in good.stdout
+
+
+def test_an_input_error_names_file_line_and_field_and_exits_2(tmp_path):
+    lines = SAMPLE_EVALSET.read_text(encoding="utf-8").splitlines()[:3]
+    second = json.loads(lines[1])
+    second["question"] = 42
+    evalset = tmp_path / "eval_set.jsonl"
+    evalset.write_text("\n".join([lines[0], json.dumps(second), lines[2]]) + "\n", encoding="utf-8")
+    config = write_sample_config(tmp_path, "retrievers: [bm25]\nk_values: [1, 5]\nanswering: {k_values: [5]}\n",
+                                 evalset=evalset)
+    run = _rag_eval("run", "--config", str(config), cwd=tmp_path)
+    assert run.returncode == 2, run.stderr[-3000:]
+    terminal = run.stdout + run.stderr
+    assert not [noise for noise in NOISE if noise in terminal], terminal
+    assert f"{evalset}:2: field 'question': expected a string, got number" in run.stderr
+    (log,) = (tmp_path / "store" / "runs").glob("failed-*.log")  # no run directory: the log beside the runs
+    assert f"log: {log}\n" in run.stdout
+    assert " evalset STEP_FAILURE - " in log.read_text(encoding="utf-8")
+
+
+COMMANDS = {
+    "run": [], "evaluate": ["--corpus", "c", "--evalset", "e", "--out", "o"],
+    "score": ["--evalset", "e", "--answers", "a", "--out", "o"], "compare": ["--base", "b", "--cand", "c"],
+    "history": [], "baseline accept": ["RUN"], "baseline show": [], "benchmark": ["--config-file", "b", "--out", "o"],
+    "backfill": [], "label": ["--evalset", "e"],
+}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_global_options_go_before_or_after_every_command(command):
+    parser = build_parser()
+    words = [*command.split(), *COMMANDS[command]]
+    before = parser.parse_args(["--config", "x.yaml", "--verbose", *words])
+    after = parser.parse_args([*words, "--config", "x.yaml", "--verbose"])
+    neither = parser.parse_args(words)
+    assert (before.config, before.verbose) == (after.config, after.verbose) == ("x.yaml", True)
+    assert (neither.config, neither.verbose) == (None, False)
+    assert parser.parse_args(["--config", "a.yaml", *words, "--config", "b.yaml"]).config == "b.yaml"
