@@ -87,8 +87,7 @@ def test_two_bm25_settings_and_two_models_compare_in_one_run(tmp_path):
     table = stored_table(assets, "retrieval_metrics")
     assert set(table["retriever"]) == {"bm25", "bm25_tuned", "minilm", "use", "hybrid_use"}
     run_dir = next((tmp_path / "store" / "runs").iterdir())
-    config_json = json.loads((run_dir / "config.json").read_text())
-    recorded = json.dumps(config_json)
+    recorded = json.dumps(json.loads((run_dir / "config.json").read_text())["settings"]["variants"])
     assert '"k1": 1.2' in recorded and "use-multilingual-v3" in recorded
 
 
@@ -169,5 +168,5 @@ def test_a_kind_registered_from_outside_runs_through_the_pipeline(tmp_path, luck
     hits = table[(table.slice == "all") & (table.metric == "hit@k") & (table.k == 5)].set_index("retriever")["value"]
     assert hits["bm25"] > hits["lucky"]  # chance loses to BM25 on the sample
     run_dir = next((tmp_path / "store" / "runs").iterdir())
-    assert {"name": "lucky", "kind": "lucky", "seed": 3} in json.loads((run_dir / "config.json").read_text(
-        ))["variants"].values()
+    variants = json.loads((run_dir / "config.json").read_text())["settings"]["variants"]
+    assert variants["lucky"] == {"name": "lucky", "kind": "lucky", "seed": 3}

@@ -16,7 +16,7 @@ def upstream_versions(context: dg.AssetExecutionContext, *asset_keys: str) -> Ve
     """Merge the version tuples recorded by the latest materializations of the given upstream assets."""
     merged = VersionTuple()
     for key in asset_keys:
-        event = context.instance.get_latest_materialization_event(dg.AssetKey(key))
+        event = context.instance.get_latest_materialization_event(dg.AssetKey.from_user_string(key))
         if event is None or event.asset_materialization is None:
             continue
         entry = event.asset_materialization.metadata.get(VERSION_TUPLE_KEY)

@@ -193,7 +193,9 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
             tables = {(n.family, n.key): inputs[_index_input(n)]
                       for n in needs_of({variant.name: variant}, s.corpus.language)}
             results = _search(context, s, variant, evalset, chunks, tables)
-        versions = upstream_versions(context, "evalset", "chunks").with_part(
+        indexes = [n.family if n.family == BM25_INDEX else f"{n.family}/{n.key}"
+                   for n in needs_of({variant.name: variant}, s.corpus.language)]
+        versions = upstream_versions(context, "evalset", "chunks", *indexes).with_part(
             "retriever", **variant.version(), depth=max(s.k_values), level=s.retrieval.level
         )
         latency = results.drop_duplicates("query_id")["latency_s"]
