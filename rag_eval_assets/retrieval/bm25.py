@@ -153,22 +153,9 @@ class BM25Index:
         return sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=shape).tocsr()
 
     def _score_block(self, tokenized_queries: Sequence[Sequence[str]]) -> np.ndarray:
-        """(queries x documents) scores, float64: the sparse product (query-term counts) @ weights, computed as one
-        scatter-add of the postings of every (query, term) pair into a dense block. Per cell the terms are added in
-        the order of the term ids, as scipy's CSR product adds them, so the scores are the product's to the bit."""
-        counts = self._query_matrix(tokenized_queries)
-        n_queries, n_docs = counts.shape[0], self.n_docs
-        terms = counts.indices
-        starts, ends = self.weights.indptr[terms], self.weights.indptr[terms + 1]
-        lengths = ends - starts
-        # Position in weights.data/indices of every posting of every (query, term) pair, pair after pair.
-        offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
-        pair_query = np.repeat(np.arange(n_queries, dtype=np.int64), np.diff(counts.indptr))
-        cells = np.repeat(pair_query * n_docs, lengths) + self.weights.indices[offsets]
-        contributions = np.repeat(counts.data, lengths) * self.weights.data[offsets]
-        block = np.bincount(cells, weights=contributions, minlength=n_queries * n_docs)
-        # With no posting at all (no query term is in the index) bincount returns integer zeros.
-        return block.astype(np.float64, copy=False).reshape(n_queries, n_docs)
+        """(queries x documents) scores, float64: the sparse product (query-term counts) @ weights, made dense for
+        the block's top-k cut."""
+        return (self._query_matrix(tokenized_queries) @ self.weights).toarray()
 
     def scores(self, tokenized_query: Sequence[str]) -> np.ndarray:
         """The BM25 score of every document for one query (float64, length n_docs)."""

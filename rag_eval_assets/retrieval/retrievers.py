@@ -136,14 +136,24 @@ def folder_rows(chunks: pd.DataFrame, folders: Sequence[str]) -> frozenset[int] 
     return frozenset(np.flatnonzero(under).tolist())
 
 
-def _frame(rows: dict[str, list], chunks: pd.DataFrame) -> pd.DataFrame:
-    df = pd.DataFrame(rows)
-    position = df.pop("row").to_numpy(dtype=np.int64)
-    df["chunk_id"] = chunks["chunk_id"].to_numpy()[position]
-    df["doc_id"] = chunks["doc_id"].to_numpy()[position]
-    df = df.astype({"rank": "int64", "score": "float64", "score_bm25": "float64", "score_dense": "float64",
-                    "latency_s": "float64"})
-    return df[list(RESULT_COLUMNS)]
+def _frame(name: str, query_ids: list[str], hits: list[list[Hit]], latencies: list[float],
+           chunks: pd.DataFrame) -> pd.DataFrame:
+    """The long table of every query's hits, built column-wise with numpy (no per-row Python objects)."""
+    counts = np.fromiter((len(h) for h in hits), dtype=np.int64, count=len(hits))
+    flat = np.array([hit for ranking in hits for hit in ranking], dtype=np.float64).reshape(-1, 4)
+    rows = flat[:, 0].astype(np.int64)
+    starts = np.repeat(np.cumsum(counts) - counts, counts)
+    return pd.DataFrame({
+        "query_id": np.repeat(np.asarray(query_ids, dtype=object), counts),
+        "retriever": np.full(len(rows), name, dtype=object),
+        "rank": np.arange(len(rows), dtype=np.int64) - starts + 1,
+        "chunk_id": chunks["chunk_id"].to_numpy()[rows],
+        "doc_id": chunks["doc_id"].to_numpy()[rows],
+        "score": flat[:, 1],
+        "score_bm25": flat[:, 2],
+        "score_dense": flat[:, 3],
+        "latency_s": np.repeat(np.asarray(latencies, dtype=np.float64), counts),
+    })
 
 
 def run_retriever(
@@ -165,8 +175,8 @@ def run_retriever(
         raise ValueError(f"{len(query_ids)} query ids, {len(texts)} texts"
                          + ("" if folders is None else f" and {len(folders)} folder lists") + ": must be equal")
     scope: dict[tuple[str, ...], frozenset[int] | None] = {}
-    columns: dict[str, list] = {c: [] for c in ("query_id", "rank", "row", "score", "score_bm25", "score_dense",
-                                                 "latency_s")}
+    hits: list[list[Hit]] = []
+    latencies: list[float] = []
     for start in range(0, len(texts), QUERY_BATCH):
         batch = list(texts[start : start + QUERY_BATCH])
         allowed = None
@@ -177,18 +187,12 @@ def run_retriever(
                     scope[key] = folder_rows(chunks, key)
             allowed = [scope[key] for key in keys]
         began = time.perf_counter()
-        hits = retriever.search_batch(batch, depth, allowed)
-        latency = (time.perf_counter() - began) / len(batch)
-        for query_id, ranking in zip(query_ids[start : start + QUERY_BATCH], hits, strict=True):
-            columns["query_id"] += [query_id] * len(ranking)
-            columns["rank"] += range(1, len(ranking) + 1)
-            columns["latency_s"] += [latency] * len(ranking)
-            for key, values in zip(("row", "score", "score_bm25", "score_dense"), zip(*ranking)):
-                columns[key] += values
+        found = retriever.search_batch(batch, depth, allowed)
+        latencies += [(time.perf_counter() - began) / len(batch)] * len(batch)
+        hits += found
         if progress is not None:
             progress(min(start + QUERY_BATCH, len(texts)), len(texts))
-    columns["retriever"] = [name] * len(columns["query_id"])
-    return _frame(columns, chunks)
+    return _frame(name, list(query_ids), hits, latencies, chunks)
 
 
 def collapse_to_documents(results: pd.DataFrame, depth: int) -> pd.DataFrame:
