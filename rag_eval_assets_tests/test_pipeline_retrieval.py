@@ -66,7 +66,10 @@ def test_metric_tables_carry_chunking_and_versions(pipeline):
     versions = bm25_mat.metadata["version_tuple"].value
     assert versions["retriever"]["name"] == "bm25" and versions["retriever"]["k1"] == 0.9
     assert versions["index"]["analyzer"] == "multi-script-v1"
-    assert versions["index"]["embedding_model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert "embedding_model" not in versions["index"]  # bm25 searches no dense index
+    dense_mat = grid[1].result.get_asset_materialization_events()[0].materialization
+    assert dense_mat.metadata["version_tuple"].value["index"]["embedding_model"] == (
+        "sentence-transformers/all-MiniLM-L6-v2")
     assert len(versions["dataset"]["evalset_sha256"]) == 64
 
 

@@ -11,7 +11,7 @@ from rag_eval_assets.retrieval.encoders import Encoder, ModelNotAvailableError, 
 from rag_eval_assets.retrieval.index_tables import bm25_from_frame, dense_from_frame
 from rag_eval_assets.retrieval.kinds.bm25 import BM25_INDEX
 from rag_eval_assets.retrieval.kinds.dense import DenseParams
-from rag_eval_assets.retrieval.registry import BuiltIndexes, IndexNeed
+from rag_eval_assets.retrieval.registry import BuiltIndexes, IndexNeed, needs_of
 from rag_eval_assets.settings import Settings
 
 
@@ -23,7 +23,11 @@ def encoder_for(settings: Settings, params: DenseParams) -> Encoder:
     try:
         return get_encoder(params.model)
     except ModelNotAvailableError as exc:
-        raise ModelNotAvailableError(f"the dense model in {settings.config_file}: {exc}") from exc
+        users = [name for name, v in settings.variants.items()
+                 if any(n.spec == params for n in needs_of({name: v}, settings.corpus.language))]
+        where = ", ".join(f"retrievers.{name}.model" for name in users if name not in ("dense", "hybrid"))
+        raise ModelNotAvailableError(
+            f"retrieval.dense.model{' / ' + where if where else ''} in {settings.config_file}: {exc}") from exc
 
 
 def built_indexes(settings: Settings, chunks: pd.DataFrame, tables: Mapping[tuple[str, str], pd.DataFrame],
