@@ -117,13 +117,13 @@ def report(figures: dict) -> str:
         f"speed on {figures['texts']} chunk texts per collection, medians of {figures['repeats']} alternating rounds; "
         f"ratio = torch time / backend time",
         "",
-        f"{'backend':<10} {'model id':<46} {'load s':>8} "
+        f"{'backend':<10} {'model id':<52} {'load s':>8} "
         + " ".join(f"{c + ' texts/s':>19} {'ratio':>6}" for c in COLLECTIONS)
         + " " + " ".join(f"{'nDCG@10 ' + c:>18} {'delta':>8}" for c in COLLECTIONS)
         + f" {'min cos':>8} {'target':>7}",
     ]
     for backend, row in figures["backends"].items():
-        cells = [f"{backend:<10} {row['model_id']:<46} {row['first_load_s']:>8.1f}"]
+        cells = [f"{backend:<10} {row['model_id']:<52} {row['first_load_s']:>8.1f}"]
         cells += [f"{speed[c][backend]['texts_per_s']:>19.1f} {speed[c][backend]['speed_ratio']:>5.2f}x"
                   for c in COLLECTIONS]
         cells += [f"{ndcg[c][backend]['ndcg10']:>18.4f} {ndcg[c][backend]['delta']:>+8.4f}" for c in COLLECTIONS]
