@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rag_eval_assets.retrieval.embedding_cache import EmbeddingCache, encode_cached
+from rag_eval_assets.retrieval.embedding_cache import EmbeddingCache, Progress, encode_cached
 from rag_eval_assets.retrieval.encoders import Encoder
 from rag_eval_assets.retrieval.ranking import Ranking, check_depth, mask_disallowed, queries_per_block, top_k_block
 
@@ -30,9 +30,16 @@ class DenseIndex:
         return self.encoder.model_id
 
     @classmethod
-    def build(cls, chunk_texts: list[str], encoder: Encoder, cache: EmbeddingCache | None = None) -> DenseIndex:
-        """Encodes the chunks as passages; with a cache only texts it has not seen for this model are encoded."""
-        return cls(encode_cached(encoder, chunk_texts, "passage", cache), encoder, cache)
+    def build(
+        cls,
+        chunk_texts: list[str],
+        encoder: Encoder,
+        cache: EmbeddingCache | None = None,
+        progress: Progress | None = None,
+    ) -> DenseIndex:
+        """Encodes the chunks as passages, in batches committed to the cache one by one (see encode_cached, which
+        also calls `progress`); with a cache only texts it has not seen for this model are encoded."""
+        return cls(encode_cached(encoder, chunk_texts, "passage", cache, progress=progress), encoder, cache)
 
     def search(
         self, query_texts: list[str], depth: int, allowed: Sequence[frozenset[int] | None] | None = None

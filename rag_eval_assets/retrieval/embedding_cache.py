@@ -1,13 +1,16 @@
 """A persistent embedding cache: one SQLite file (WAL mode), one row per (model id, sha256 of the exact text the
 model sees, prefix included), the vector stored as a float32 blob.
 
-With it a re-run over unchanged chunks encodes nothing, and after an edit only the changed chunks are encoded.
+With it a re-run over unchanged chunks encodes nothing, and after an edit only the changed chunks are encoded. Texts
+are encoded and committed in batches, so a run killed mid-encode loses at most the batch in flight: the next run
+encodes only what is not stored yet.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +20,11 @@ from rag_eval_assets.sqlite_wal import connect
 
 # Keys per SELECT: stays under SQLite's bound-parameter limit on every build.
 _LOOKUP_BATCH = 500
+# Texts encoded (and committed) per step: bounds both the work a crash loses and the gap between progress reports.
+ENCODE_BATCH = 1024
+
+# progress(done, total, texts_per_second) after each committed batch.
+Progress = Callable[[int, int, float], None]
 
 
 def text_key(text: str) -> str:
@@ -58,19 +66,37 @@ class EmbeddingCache:
         self._db.close()
 
 
-def encode_cached(encoder: Encoder, texts: list[str], kind: Kind, cache: EmbeddingCache | None) -> np.ndarray:
-    """Vectors for `texts` (len(texts) x encoder.dim, float32). Texts whose input is not cached are encoded in one
-    `encoder.encode` call (each distinct one once) and stored; with no cache everything is encoded."""
-    if cache is None:
-        return encoder.encode(texts, kind)
-    keys = [text_key(encoder.input_text(t, kind)) for t in texts]
-    vectors = cache.get(encoder.model_id, keys)
-    missing = {key: text for key, text in zip(keys, texts) if key not in vectors}
-    if missing:
-        encoded = encoder.encode(list(missing.values()), kind)
-        fresh = dict(zip(missing, encoded))
-        cache.put(encoder.model_id, fresh)
-        vectors.update(fresh)
-    if not keys:
+def encode_cached(
+    encoder: Encoder,
+    texts: list[str],
+    kind: Kind,
+    cache: EmbeddingCache | None,
+    *,
+    batch_size: int = ENCODE_BATCH,
+    progress: Progress | None = None,
+) -> np.ndarray:
+    """Vectors for `texts` (len(texts) x encoder.dim, float32).
+
+    Each distinct input the cache does not hold (all of them without a cache) is encoded once, in batches of at most
+    `batch_size` texts, each batch committed to the cache before the next is encoded. After each batch
+    `progress(done, total, texts_per_second)` is called: texts encoded so far in this call, texts this call encodes
+    (cached and repeated texts are not counted), and the rate since the call started.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if not texts:
         return np.zeros((0, encoder.dim), dtype=np.float32)
+    keys = [text_key(encoder.input_text(t, kind)) for t in texts]
+    vectors = cache.get(encoder.model_id, keys) if cache is not None else {}
+    missing = list({key: text for key, text in zip(keys, texts) if key not in vectors}.items())
+    started = time.perf_counter()
+    for start in range(0, len(missing), batch_size):
+        batch = missing[start : start + batch_size]
+        fresh = dict(zip((key for key, _ in batch), encoder.encode([text for _, text in batch], kind)))
+        if cache is not None:
+            cache.put(encoder.model_id, fresh)
+        vectors.update(fresh)
+        if progress is not None:
+            done = start + len(batch)
+            progress(done, len(missing), done / max(time.perf_counter() - started, 1e-9))
     return np.stack([vectors[key] for key in keys])
