@@ -18,7 +18,7 @@ from rag_eval_assets.defs.jobs import run_pipeline
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.retrieval.ranking import Hit
-from rag_eval_assets.retrieval.registry import KINDS, BuiltIndexes, IndexNeed, Variant, register
+from rag_eval_assets.retrieval.registry import KINDS, BuiltIndexes, IndexNeed, Variant, needs_of, register
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets.settings_base import Section, at_least
 from rag_eval_assets_tests.stored_tables import stored_table
@@ -41,7 +41,8 @@ def test_named_variants_resolve_with_their_parameters(tmp_path):
     assert (s.variants["bm25_tuned"].params.k1, s.variants["bm25_tuned"].params.b) == (1.2, 0.75)
     hybrid = s.variants["hybrid_use"]
     assert [p.name for p in hybrid.parts] == ["bm25", "use"]
-    assert hybrid.version()["of"][1] == {"name": "use", "kind": "dense", "model": "use-multilingual-v3"}
+    assert hybrid.version()["of"][1] == {"name": "use", "kind": "dense", "model": "use-multilingual-v3", "device": "auto",
+                                         "backend": "torch"}
 
 
 def test_the_short_list_keeps_its_meaning(tmp_path):
@@ -170,3 +171,21 @@ def test_a_kind_registered_from_outside_runs_through_the_pipeline(tmp_path, luck
     run_dir = next((tmp_path / "store" / "runs").iterdir())
     variants = json.loads((run_dir / "config.json").read_text())["settings"]["variants"]
     assert variants["lucky"] == {"name": "lucky", "kind": "lucky", "seed": 3}
+
+
+def test_dense_settings_device_and_backend_name_the_index(tmp_path):
+    s = load_settings(write_sample_config(tmp_path, (
+        "retrievers:\n"
+        "  minilm: {kind: dense}\n"
+        "  minilm_ov: {kind: dense, backend: openvino, device: cpu}\n"
+    )))
+    needs = {n.key for n in needs_of(s.variants, s.corpus.language)}
+    assert needs == {"all-MiniLM-L6-v2", "all-MiniLM-L6-v2__openvino"}  # quantised vectors are another index
+    assert s.variants["minilm"].params.device == "auto"
+    (tmp_path / "bad").mkdir()
+    with pytest.raises(InputError) as info:
+        load_settings(write_sample_config(tmp_path / "bad", "retrievers:\n  x: {kind: dense, device: gpu, "
+                                          "backend: tensorrt}\n"))
+    found = {(p.field, p.message) for p in info.value.problems}
+    assert ("retrievers.x.device", "'gpu' is not one of auto, cpu, cuda, cuda:N, mps") in found
+    assert ("retrievers.x.backend", "'tensorrt' is not one of torch, onnx, onnx-int8, openvino") in found

@@ -82,7 +82,9 @@ class CorpusCandidates:
         if need.family == BM25_INDEX:
             analyzer = get_analyzer(need.spec)
             return TermFrequencies.count([analyzer(t) for t in texts])
-        return DenseIndex.build(texts, get_encoder(need.spec.model), self._cache)
+        spec = need.spec
+        return DenseIndex.build(texts, get_encoder(spec.model, spec.device, spec.backend, self.settings.cache_dir),
+                                self._cache)
 
     def top(self, question: Question, k: int) -> list[Candidate]:
         folders = [list(question.folders)] if self.settings.retrieval.folder_filter else None

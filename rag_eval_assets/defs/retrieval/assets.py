@@ -63,7 +63,11 @@ def _dense_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
             texts = chunks["text"].tolist()
             known = len(cache.get(encoder.model_id, [text_key(encoder.input_text(t, "passage")) for t in texts]))
             start = time.perf_counter()
-            index = DenseIndex.build(texts, encoder, cache)
+
+            def progress(done: int, total: int, rate: float) -> None:
+                context.log.info(f"{need.key}: encoded {done}/{total} texts ({rate:.1f} texts/s)")
+
+            index = DenseIndex.build(texts, encoder, cache, progress=progress)
             seconds = time.perf_counter() - start
         finally:
             cache.close()
@@ -73,6 +77,8 @@ def _dense_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
             dense_to_frame(index.vectors, chunks["chunk_id"], encoder.model_id),
             metadata={
                 "embedding_model": encoder.model_id,
+                "device": encoder.device,
+                "backend": need.spec.backend,
                 "dim": encoder.dim,
                 "encoded": len(texts) - known,
                 "from_cache": known,

@@ -7,7 +7,7 @@ import pandas as pd
 
 from rag_eval_assets.retrieval.dense import DenseIndex
 from rag_eval_assets.retrieval.embedding_cache import EmbeddingCache
-from rag_eval_assets.retrieval.encoders import Encoder, ModelNotAvailableError, get_encoder
+from rag_eval_assets.retrieval.encoders import Encoder, EncoderConfigError, ModelNotAvailableError, get_encoder
 from rag_eval_assets.retrieval.index_tables import bm25_from_frame, dense_from_frame
 from rag_eval_assets.retrieval.kinds.bm25 import BM25_INDEX
 from rag_eval_assets.retrieval.kinds.dense import DenseParams
@@ -21,13 +21,14 @@ def embedding_cache(settings: Settings) -> EmbeddingCache:
 
 def encoder_for(settings: Settings, params: DenseParams) -> Encoder:
     try:
-        return get_encoder(params.model)
-    except ModelNotAvailableError as exc:
+        return get_encoder(params.model, device=params.device, backend=params.backend, cache_dir=settings.cache_dir)
+    except (ModelNotAvailableError, EncoderConfigError) as exc:
         users = [name for name, v in settings.variants.items()
                  if any(n.spec == params for n in needs_of({name: v}, settings.corpus.language))]
-        where = ", ".join(f"retrievers.{name}.model" for name in users if name not in ("dense", "hybrid"))
-        raise ModelNotAvailableError(
-            f"retrieval.dense.model{' / ' + where if where else ''} in {settings.config_file}: {exc}") from exc
+        where = ", ".join(f"retrievers.{name}" for name in users if name not in ("dense", "hybrid"))
+        key = "model" if isinstance(exc, ModelNotAvailableError) else "device / backend"
+        raise type(exc)(
+            f"retrieval.dense.{key}{' of ' + where if where else ''} in {settings.config_file}: {exc}") from exc
 
 
 def built_indexes(settings: Settings, chunks: pd.DataFrame, tables: Mapping[tuple[str, str], pd.DataFrame],
