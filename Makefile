@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[test,nightly]'
+	$(PY) -m pip install -q -e '.[test,nightly,fast-cpu]'
 	touch $(STAMP)
 
 # The real llama.cpp server and the SmolLM2-135M GGUF for the LLM tests (compiles for ~10 minutes, once per venv).

@@ -26,9 +26,15 @@ PIPELINE_TAG = "rag_eval/pipeline"
 
 def pipeline_of(context: dg.InputContext | dg.OutputContext) -> str | None:
     try:
-        return context.step_context.dagster_run.tags.get(PIPELINE_TAG)
+        run = context.step_context.dagster_run
     except dg.DagsterInvariantViolationError:  # loaded outside a run (Definitions.load_asset_value)
         return None
+    if PIPELINE_TAG not in run.tags and run.root_run_id:
+        # A re-execution started through the Python API does not copy its parent's tags: it belongs to the
+        # pipeline of the run it re-executes.
+        root = context.step_context.instance.get_run_by_id(run.root_run_id)
+        return root.tags.get(PIPELINE_TAG) if root is not None else None
+    return run.tags.get(PIPELINE_TAG)
 
 
 def _declared_dimensions(context: dg.InputContext | dg.OutputContext) -> list[str]:
