@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from rag_eval_assets.retrieval.embedding_cache import EmbeddingCache, encode_cached
-from rag_eval_assets.retrieval.encoders import Kind, UniversalSentenceEncoder, get_encoder
+from rag_eval_assets.retrieval.encoders import UniversalSentenceEncoder, get_encoder
+from rag_eval_assets_tests.counting_encoder import CountingEncoder
 
 REPO = Path(__file__).resolve().parents[1]
 TOTAL = 4000
@@ -25,28 +26,6 @@ BATCH = 50
 
 def texts(n: int) -> list[str]:
     return [f"short sentence number {i} about topic {i % 37}" for i in range(n)]
-
-
-class CountingEncoder:
-    """Wraps a real encoder and records every batch it is asked to encode."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.dim = inner.dim
-        self.device = inner.device
-        self.batches: list[list[str]] = []
-
-    def input_text(self, text: str, kind: Kind) -> str:
-        return self.inner.input_text(text, kind)
-
-    def encode(self, texts: list[str], kind: Kind) -> np.ndarray:
-        self.batches.append(list(texts))
-        return self.inner.encode(texts, kind)
-
-    @property
-    def encoded(self) -> int:
-        return sum(len(b) for b in self.batches)
 
 
 @pytest.fixture(scope="module")

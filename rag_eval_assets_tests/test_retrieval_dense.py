@@ -12,12 +12,12 @@ from rag_eval_assets.retrieval.dense import DenseIndex
 from rag_eval_assets.retrieval.index_tables import dense_from_frame, dense_to_frame
 from rag_eval_assets.retrieval.embedding_cache import EmbeddingCache, encode_cached
 from rag_eval_assets.retrieval.encoders import (
-    Kind,
     ModelNotAvailableError,
     SentenceTransformerEncoder,
     UniversalSentenceEncoder,
     get_encoder,
 )
+from rag_eval_assets_tests.counting_encoder import CountingEncoder
 
 CHUNKS = [
     "Cats sleep for twelve to sixteen hours a day, mostly in short naps.",
@@ -32,27 +32,6 @@ CHUNKS = [
     "Compound interest adds the interest earned back to the principal every period.",
 ]
 QUERIES = ["How long do cats sleep?", "When was the Eiffel Tower built?", "What is the tallest mountain?"]
-
-
-class CountingEncoder:
-    """Wraps a real encoder and records every batch it is asked to encode."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.dim = inner.dim
-        self.batches: list[list[str]] = []
-
-    def input_text(self, text: str, kind: Kind) -> str:
-        return self.inner.input_text(text, kind)
-
-    def encode(self, texts: list[str], kind: Kind) -> np.ndarray:
-        self.batches.append(list(texts))
-        return self.inner.encode(texts, kind)
-
-    @property
-    def encoded(self) -> int:
-        return sum(len(b) for b in self.batches)
 
 
 @pytest.fixture(scope="module")
