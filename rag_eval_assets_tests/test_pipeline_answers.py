@@ -4,11 +4,11 @@ and seed 003's reproducibility fields in the run's config."""
 import json
 
 import dagster as dg
-import pandas as pd
 
 from rag_eval_assets.defs.jobs import run_pipeline
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.settings import load_settings
+from rag_eval_assets_tests.stored_tables import stored_table
 from rag_eval_assets_tests.sample_config import SAMPLE, write_sample_config
 
 
@@ -29,7 +29,7 @@ def test_seed003_answers_fail_the_dev_gate_and_record_reproducibility(tmp_path):
     cells = gate.metadata["cells"].value
     assert cells["bm25@5"]["schema_pass_rate"] == 0.0 and cells["bm25@5"]["eval_score_avg"] == 0.0
 
-    per_query = pd.read_parquet(tmp_path / "store" / "assets" / "answer_metrics_per_query.parquet")
+    per_query = stored_table(tmp_path / "store" / "assets", "answer_metrics_per_query")
     schema_ok = per_query[per_query["metric"] == "json_v2_schema_ok"]
     assert len(schema_ok) == 6 and (schema_ok["value"] == 0.0).all()
 

@@ -189,3 +189,12 @@ def test_dense_settings_device_and_backend_name_the_index(tmp_path):
     found = {(p.field, p.message) for p in info.value.problems}
     assert ("retrievers.x.device", "'gpu' is not one of auto, cpu, cuda, cuda:N, mps") in found
     assert ("retrievers.x.backend", "'tensorrt' is not one of torch, onnx, onnx-int8, openvino") in found
+
+
+def test_a_variant_version_never_carries_a_credential(tmp_path):
+    s = load_settings(write_sample_config(tmp_path, (
+        "retrievers:\n"
+        "  svc: {kind: http, base_url: 'https://user:s3cret-pass@rag.example/t/?token=s3cret-token'}\n"
+    )))
+    written = json.dumps(s.variants["svc"].version())
+    assert "s3cret" not in written and "rag.example" in written

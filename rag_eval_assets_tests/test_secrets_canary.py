@@ -23,7 +23,7 @@ from rag_eval_assets.defs.run_log import LOG_FILE
 from rag_eval_assets_tests.dagster_server import BIN, dagster_env, graphql, running_server, wait_for_asset_keys
 from rag_eval_assets_tests.llm_fault_server import Reply, Status, llm_fault_server, schema_reply
 from rag_eval_assets_tests.sample_config import SAMPLE, write_sample_config
-from rag_eval_assets_tests.stored_tables import stored_table
+from rag_eval_assets_tests.stored_tables import newest_pipeline, stored_table
 from rag_eval_assets_tests.sut_server import CorpusChunk, sut_server, unused_port
 
 KEY = "CANARY-KEY-4f1e"
@@ -144,13 +144,15 @@ def test_no_canary_reaches_any_artifact_log_terminal_or_the_ui(tmp_path, monkeyp
     assert all(r.headers.get("Authorization") == f"Bearer {KEY}" for r in sut.requests)  # and the key
 
     failing = [Status(500), Status(401), "truncated"] * 60
-    # The service answers the retrieval (one request per question), then fails every answer with 500, then 401.
-    sut_faults = [None] * N_QUESTIONS + [500, 401] * 2 * N_QUESTIONS
+    # The service fails every call (one per question), with 500, then 401.
+    sut_faults = [500, 401] * 2 * N_QUESTIONS
     with llm_fault_server(failing, responder=_reply) as llm, sut_server(corpus, faults=sut_faults) as sut:
         # Another model name: the replies of the first run are cached under the first one.
         _run(_config(tmp_path, evalset, _with_password(llm.base_url), sut.url, model="canary-model-2"))
         terminal.append(capfd.readouterr())
-    answers = stored_table(tmp_path / "store" / "assets", "answers/retriever=http/k=1")
+    # The failed run committed nothing: its answers are staged under its pipeline.
+    assets = tmp_path / "store" / "assets"
+    answers = stored_table(assets, "answers/retriever=http/k=1", newest_pipeline(assets))
     assert answers["error"].str.contains("status 401").all()  # the failures were written, with their URLs
     assert answers["error"].str.contains(f"POST {sut.url}/api/v1/ask").all()
 
@@ -160,17 +162,16 @@ def test_no_canary_reaches_any_artifact_log_terminal_or_the_ui(tmp_path, monkeyp
         assert _run(config) == 1
         terminal.append(capfd.readouterr())
     stderr = terminal[-1].err
-    assert "retrieval_results" in stderr and "http://svc:***@127.0.0.1" in stderr  # the error, URL redacted
+    assert "sut_responses" in stderr and "http://svc:***@127.0.0.1" in stderr  # the failed calls, URL redacted
 
     written = _written_text(tmp_path, config)
     assert any(name.endswith("config.json") for name in written)
     assert any("compute_logs" in name for name in written)  # Dagster captured the steps' output
-    # rag-eval's own log: every Dagster event and log line of each run, in its run directory, or beside the runs for
-    # the run that stopped before writing one; the failed call's URL is in it, redacted.
+    # rag-eval's own log: every Dagster event and log line of each run, in its run directory; the failed calls' URL
+    # is in it, redacted.
     logs = {name: text for name, text in written.items() if name.endswith(".log") and "/store/runs/" in name}
     assert sum(name.endswith(f"/{LOG_FILE}") for name in logs) >= 1
-    (failed,) = [text for name, text in logs.items() if Path(name).name.startswith("failed-")]
-    assert "retrieval_results STEP_FAILURE" in failed and "http://svc:***@127.0.0.1" in failed
+    assert any("sut_responses" in text and "http://svc:***@127.0.0.1" in text for text in logs.values())
     assert _leaks(written) == {}
     for captured in terminal:
         assert not any(c in captured.out + captured.err for c in CANARIES)

@@ -246,12 +246,12 @@ def test_types_are_strict_a_bool_is_not_a_number_and_a_string_is_not_one(tmp_pat
 
 def test_unknown_keys_list_the_valid_ones_and_missing_sections_are_named(tmp_path):
     with pytest.raises(InputError) as info:
-        load_settings(_write(tmp_path, "evalset: {name: e, path: q}\nretrieval: {bm25: {k3: 1}, dense: {device: cpu}}\n"
+        load_settings(_write(tmp_path, "evalset: {name: e, path: q}\nretrieval: {bm25: {k3: 1}, dense: {devices: cpu}}\n"
                                        "llm: {base_url: 'http://h/v1', model: m, retry: {tries: 2}}\n"))
     assert {p.field: p.message for p in info.value.problems} == {
         "corpus": "required section is missing",
         "retrieval.bm25.k3": "unknown key; valid keys: k1, b, variant",
-        "retrieval.dense.device": "unknown key; valid keys: model",
+        "retrieval.dense.devices": "unknown key; valid keys: model, device, backend",
         "llm.retry.tries": "unknown key; valid keys: max_attempts, base_delay, max_delay, jitter",
     }
 

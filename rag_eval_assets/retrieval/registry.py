@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Protocol
 import pandas as pd
 from pydantic import BaseModel, ValidationError
 
+from rag_eval_assets.redaction import redact
 from rag_eval_assets.retrieval.retrievers import Retriever
 from rag_eval_assets.settings_base import problems as section_problems
 
@@ -47,7 +48,8 @@ class Variant:
 
     def version(self) -> dict[str, Any]:
         """The retriever part of the version tuple: name, kind and every parameter, the parts' included."""
-        out: dict[str, Any] = {"name": self.name, "kind": self.kind, **self.params.model_dump(mode="json")}
+        # Redacted: a service's base_url may carry a password or a token, and versions are written everywhere.
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind, **redact(self.params.model_dump(mode="json"))}
         if self.parts:
             out["of"] = [part.version() for part in self.parts]
         return out
