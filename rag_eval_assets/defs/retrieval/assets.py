@@ -36,7 +36,7 @@ DOC_LEVEL_CHUNK_FACTOR = 5
 
 
 def _bm25_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
-    @dg.asset(key=_index_key(need), group_name="index", kinds={"pandas", "parquet"})
+    @dg.asset(name=BM25_INDEX, group_name="index", kinds={"pandas", "parquet"})
     def bm25_index(context: dg.AssetExecutionContext, chunks: pd.DataFrame) -> dg.Output[pd.DataFrame]:
         """Term counts of every (term, chunk) under the corpus analyzer; BM25's k1, b and variant apply at search."""
         analyzer = get_analyzer(need.spec)
@@ -51,7 +51,7 @@ def _bm25_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
 
 
 def _dense_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
-    @dg.asset(key=_index_key(need), group_name="index", kinds={"pandas", "parquet", "pytorch"})
+    @dg.asset(key=[DENSE_INDEX, need.key], group_name="index", kinds={"pandas", "parquet", "pytorch"})
     def dense_index(
         context: dg.AssetExecutionContext, settings: RagEvalSettings, chunks: pd.DataFrame
     ) -> dg.Output[pd.DataFrame]:
@@ -88,11 +88,6 @@ def _dense_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
         )
 
     return dense_index
-
-
-def _index_key(need: IndexNeed) -> dg.AssetKey:
-    """bm25_index (one per corpus analyzer), dense_index/<model> (one per model and backend)."""
-    return dg.AssetKey(need.family) if need.family == BM25_INDEX else dg.AssetKey([need.family, need.key])
 
 
 def _index_input(need: IndexNeed) -> str:
@@ -141,7 +136,8 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
     needs = needs_of(settings.variants, settings.corpus.language)
     index_assets = [(_bm25_index_asset if n.family == BM25_INDEX else _dense_index_asset)(n) for n in needs]
     suts = own_answer_variants(settings.variants)
-    ins = {_index_input(n): dg.AssetIn(key=_index_key(n)) for n in needs}
+    ins = {_index_input(n): dg.AssetIn(key=dg.AssetKey(n.family) if n.family == BM25_INDEX
+                                      else dg.AssetKey([n.family, n.key])) for n in needs}
     sut_assets = []
     if suts:
         # Only the services' own partitions read their responses; the others map to none.
@@ -197,13 +193,14 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
         s = settings.load()
         variant = s.variants[context.partition_key]
         evalset, chunks = inputs["evalset"], inputs["chunks"]
-        own_needs = needs_of({variant.name: variant}, s.corpus.language)
         if kind_of(variant).own_answers:
             results = results_from_responses(inputs["sut_responses"][variant.name], _sut_url(variant), variant.name)
         else:
-            results = _search(context, s, variant, evalset, chunks,
-                              {(n.family, n.key): inputs[_index_input(n)] for n in own_needs})
-        indexes = [_index_key(n).to_user_string() for n in own_needs]
+            tables = {(n.family, n.key): inputs[_index_input(n)]
+                      for n in needs_of({variant.name: variant}, s.corpus.language)}
+            results = _search(context, s, variant, evalset, chunks, tables)
+        indexes = [n.family if n.family == BM25_INDEX else f"{n.family}/{n.key}"
+                   for n in needs_of({variant.name: variant}, s.corpus.language)]
         versions = upstream_versions(context, "evalset", "chunks", *indexes).with_part(
             "retriever", **variant.version(), depth=max(s.k_values), level=s.retrieval.level
         )
