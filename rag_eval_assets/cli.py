@@ -23,11 +23,13 @@ INPUT_ERROR = 2  # exit code of a bad input file or setting (named by file, line
 INSTANCE_SETTINGS = Path(__file__).resolve().parents[1] / "deploy" / "dagster.yaml"
 
 
-def _execute(defs, settings, instance, log) -> tuple[bool, list[str], bool]:
-    """Materialize everything through the jobs; print one line per asset (and partition) with its row count.
-    Returns whether every run succeeded, why not, and whether an input error (a file, line and field) was why."""
-    from rag_eval_assets.defs.jobs import run_pipeline
+def _execute(defs, settings, instance, log, force: bool) -> tuple[bool, list[str], bool]:
+    """Materialize what is missing or stale through the jobs (everything with `force`); then print one line per
+    asset (and partition): materialized with its row count, up to date, or (after a failure) why it still needs a
+    run. Returns whether every run succeeded, why not, and whether an input error (a file, line and field) was why."""
+    from rag_eval_assets.defs.jobs import pipeline_stages, run_pipeline
     from rag_eval_assets.defs.run_guard import own_tags, recover_dead_runs, watching
+    from rag_eval_assets.defs.staleness import Planner
 
     errors: list[str] = []
     ok = True
@@ -43,14 +45,14 @@ def _execute(defs, settings, instance, log) -> tuple[bool, list[str], bool]:
             log.listen(instance, run_id)
             return watching(instance, run_id, say)
 
-        for step in run_pipeline(defs, settings, instance, tags=own_tags(), around=around):
+        materialized: dict[tuple, str] = {}
+        for step in run_pipeline(defs, settings, instance, tags=own_tags(), around=around, force=force):
             label = step.job + (f" [{step.partition}]" if step.partition else "")
             print(f"{label}: {'succeeded' if step.result.success else 'FAILED'} (run {step.result.run_id})")
             for event in step.result.get_asset_materialization_events():
                 mat = event.materialization
                 rows = mat.metadata.get("dagster/row_count")
-                where = f"[{mat.partition}]" if mat.partition else ""
-                print(f"  {mat.asset_key.to_user_string() + where:<36} {rows.value if rows else '-':>9} rows")
+                materialized[(mat.asset_key, mat.partition)] = "materialized" + (f", {rows.value} rows" if rows else "")
             failed_checks = []
             for check in step.result.get_asset_check_evaluations():
                 name = f"{check.asset_key.to_user_string()}:{check.check_name}"
@@ -72,6 +74,10 @@ def _execute(defs, settings, instance, log) -> tuple[bool, list[str], bool]:
                         input_error |= error.cls_name == InputError.__name__
                         if error.cls_name != "DagsterAssetCheckFailedError" or not failed_checks:
                             errors.append(f"{event.step_key}: {redact_text(error.message.strip())}")
+        planner = Planner(defs.resolve_asset_graph(), settings, instance)
+        for key, partition, why in planner.listing(pipeline_stages(settings)):
+            state = materialized.get((key, partition)) or (f"not run: {why}" if why else "up to date")
+            print(f"  {key.to_user_string() + (f'[{partition}]' if partition else ''):<44} {state}")
     return ok, errors, input_error
 
 
@@ -119,20 +125,30 @@ class _Outcome:
         return "\n".join([*lines, f"log: {self.log_file}"])
 
 
-def _pipeline(defs, settings, instance, verbose: bool) -> _Outcome:
-    """Every job of the pipeline, its log in a file (and on the terminal with `verbose`); why a run failed on stderr,
-    one line per reason, never a stack trace."""
+def _pipeline(defs, settings, instance, verbose: bool, force: bool = False) -> _Outcome:
+    """The jobs of the pipeline, for what is missing or stale (everything with `force`), their log in a file (and on
+    the terminal with `verbose`); why a run failed on stderr, one line per reason, never a stack trace. With
+    nothing to do, the run directory is the current one's."""
     from rag_eval_assets.defs.run_log import RunLog
     from rag_eval_assets.runs.store import list_runs
 
     before = set(list_runs(settings.runs_dir))
     log = RunLog(settings.runs_dir, verbose)
-    ok, errors, input_error = _execute(defs, settings, instance, log)
+    ok, errors, input_error = _execute(defs, settings, instance, log, force)
     written = [path for path in list_runs(settings.runs_dir) if path not in before]
-    run_dir = written[0] if written else None
+    run_dir = written[0] if written else _current_run_dir(defs, instance) if ok else None
     for error in errors:
         print(error, file=sys.stderr)
     return _Outcome(ok, input_error, run_dir, log.keep(run_dir, failed=not ok))
+
+
+def _current_run_dir(defs, instance) -> Path | None:
+    """The run directory of the evaluation_run readers see now (None before the first)."""
+    with _asset_values(defs, instance) as load:
+        try:
+            return Path(load("evaluation_run")["run_dir"].iloc[0])
+        except FileNotFoundError:
+            return None
 
 
 @contextmanager
@@ -159,9 +175,9 @@ def _run(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     defs = build_defs(settings.config_file)
     with _pipeline_instance(settings.config_file, None) as instance:
-        outcome = _pipeline(defs, settings, instance, args.verbose)
+        outcome = _pipeline(defs, settings, instance, args.verbose, args.force)
     if outcome.ok:
-        print(f"tables written under {settings.assets_dir}")
+        print(f"tables under {settings.assets_dir}")
     # A run whose gate failed still wrote its run directory and report: say where, and the verdict, either way.
     if outcome.run_dir:
         comparison = outcome.run_dir / COMPARISON_JSON
@@ -507,7 +523,8 @@ def build_parser() -> argparse.ArgumentParser:
         return actions.add_parser(name, parents=[after], **kwargs)
 
     sub = parser.add_subparsers(dest="command", required=True)
-    run = command(sub, "run", help="materialize every asset on the configured corpus and evalset")
+    run = command(sub, "run", help="materialize what is missing or stale on the configured corpus and evalset")
+    run.add_argument("--force", action="store_true", help="recompute every asset, stale or not")
     run.set_defaults(func=_run)
     ev = command(sub, "evaluate", help="evaluate retrievers on a corpus and evalset (BEIR folders included)")
     ev.add_argument("--corpus", required=True, help="a BEIR folder (corpus.jsonl) or a folder of md/pdf/txt files")

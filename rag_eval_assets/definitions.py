@@ -8,6 +8,8 @@ import dagster as dg
 
 from rag_eval_assets.defs.answers.assets import answer_defs
 from rag_eval_assets.defs.automation import automation_defs
+from rag_eval_assets.defs.code_versions import with_code_versions
+from rag_eval_assets.defs.fingerprints import fingerprint_defs
 from rag_eval_assets.defs.inputs.definitions import inputs_defs
 from rag_eval_assets.defs.jobs import JOBS
 from rag_eval_assets.defs.report.assets import report_defs
@@ -32,10 +34,12 @@ def build_defs(config_path: str | Path | None = None) -> dg.Definitions:
             "llm": _llm_resource(settings),
         },
     )
-    return dg.Definitions.merge(
-        shared, inputs_defs(), retrieval_defs(settings), answer_defs(settings), report_defs(),
-        automation_defs(settings),
+    domains = dg.Definitions.merge(
+        fingerprint_defs(settings), inputs_defs(), retrieval_defs(settings), answer_defs(settings), report_defs()
     )
+    # Each asset's code version takes in the settings it reads (defs/code_versions.py).
+    versioned = dg.Definitions(assets=with_code_versions(domains.assets, settings), asset_checks=domains.asset_checks)
+    return dg.Definitions.merge(shared, versioned, automation_defs(settings))
 
 
 def _llm_resource(settings: Settings) -> LLMResource:

@@ -1,10 +1,11 @@
-"""The nightly benchmark: one run key per night, and the sensor walking a night through the grid to the report."""
+"""The nightly benchmark: one run key per night, the sensor walking a night through what is missing or stale to the
+report, and a night with nothing changed running nothing."""
 
 from datetime import datetime, timezone
 
 import dagster as dg
 
-from rag_eval_assets.defs.automation import NIGHT_TAG, nightly_benchmark
+from rag_eval_assets.defs.automation import NIGHT_TAG
 from rag_eval_assets.defs.jobs import QUIET_CONSOLE
 from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
 from rag_eval_assets.defs.storage.table_store import TableStore
@@ -12,14 +13,25 @@ from rag_eval_assets.definitions import build_defs
 from rag_eval_assets_tests.sample_config import write_sample_config
 
 
-def test_schedule_asks_for_one_inputs_run_per_night():
-    when = datetime(2026, 11, 22, 2, 0, tzinfo=timezone.utc)
-    first = nightly_benchmark(dg.build_schedule_context(scheduled_execution_time=when))
-    again = nightly_benchmark(dg.build_schedule_context(scheduled_execution_time=when))
+def _start_night(defs: dg.Definitions, instance: dg.DagsterInstance, day: int) -> dg.RunRequest:
+    schedule = defs.resolve_schedule_def("nightly_benchmark")
+    return schedule(dg.build_schedule_context(
+        instance=instance, repository_def=defs.get_repository_def(),
+        scheduled_execution_time=datetime(2026, 11, day, 2, 0, tzinfo=timezone.utc)))
+
+
+def test_schedule_asks_for_one_inputs_run_per_night(tmp_path):
+    defs = build_defs(write_sample_config(tmp_path, "retrievers: [bm25]\n"))
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
+        first, again = _start_night(defs, instance, 22), _start_night(defs, instance, 22)
     assert first.run_key == again.run_key == "nightly-2026-11-22-inputs_job"
     assert first.tags[NIGHT_TAG] == "2026-11-22"
     assert first.tags[PIPELINE_TAG] == "nightly-2026-11-22"  # every run of the night: one pipeline
-    assert nightly_benchmark.cron_schedule == "0 2 * * *"
+    # Nothing materialized yet: the whole inputs job, the file fingerprints first.
+    assert {k.to_user_string() for k in first.asset_selection} == {
+        "evalset_file", "corpus_files", "preflight", "evalset", "dev_subset", "corpus_documents", "chunks",
+        "gold_labels", "bm25_index"}
+    assert defs.resolve_schedule_def("nightly_benchmark").cron_schedule == "0 2 * * *"
 
 
 def _requests(defs: dg.Definitions, instance: dg.DagsterInstance) -> list[dg.RunRequest]:
@@ -28,7 +40,7 @@ def _requests(defs: dg.Definitions, instance: dg.DagsterInstance) -> list[dg.Run
     return list(result.run_requests or [])
 
 
-def test_sensor_walks_one_night_from_inputs_to_report(tmp_path):
+def test_sensor_walks_a_night_through_what_is_missing_then_a_quiet_night_runs_nothing(tmp_path):
     config = write_sample_config(
         tmp_path, "retrievers: [bm25, dense]\nk_values: [3, 5]\nanswering: {k_values: [3, 5]}\n"
     )
@@ -39,18 +51,18 @@ def test_sensor_walks_one_night_from_inputs_to_report(tmp_path):
 
         def run(request: dg.RunRequest, job_name: str) -> None:
             result = defs.resolve_job_def(job_name).execute_in_process(
-                instance=instance, partition_key=request.partition_key, tags=request.tags, run_config=QUIET_CONSOLE
+                instance=instance, partition_key=request.partition_key, tags=request.tags, run_config=QUIET_CONSOLE,
+                asset_selection=request.asset_selection,
             )
             assert result.success
 
-        inputs = nightly_benchmark(dg.build_schedule_context(
-            scheduled_execution_time=datetime(2026, 11, 22, 2, 0, tzinfo=timezone.utc)))
-        run(inputs, "inputs_job")
+        run(_start_night(defs, instance, 22), "inputs_job")
 
         grid = _requests(defs, instance)
         assert [(r.job_name, r.partition_key) for r in grid] == [("retrieval_grid_job", "bm25"),
                                                                  ("retrieval_grid_job", "dense")]
         assert grid[0].run_key == "nightly-2026-11-22-retrieval_grid_job-bm25"
+        assert grid[0].asset_selection == [dg.AssetKey("retriever_config"), dg.AssetKey("retrieval_results")]
         run(grid[0], "retrieval_grid_job")
         # One partition done, one never started: only the missing one is asked for again.
         assert [r.partition_key for r in _requests(defs, instance)] == ["dense"]
@@ -74,3 +86,11 @@ def test_sensor_walks_one_night_from_inputs_to_report(tmp_path):
         assert store.current()["tables"] == staged and "answers/retriever=dense/k=5" in staged
         assert store.staged("nightly-2026-11-22") == {}
         assert len(list((tmp_path / "store" / "runs").iterdir())) == 1  # and left one run directory
+
+        # The next night nothing changed: it fingerprints the files, nothing is stale, nothing else runs.
+        quiet = _start_night(defs, instance, 23)
+        assert quiet.asset_selection == [dg.AssetKey("evalset_file"), dg.AssetKey("corpus_files")]
+        run(quiet, "inputs_job")
+        assert _requests(defs, instance) == []
+        assert len(list((tmp_path / "store" / "runs").iterdir())) == 1
+        assert store.current()["tables"] == staged

@@ -145,7 +145,7 @@ def test_a_night_survives_the_daemon_killed_with_its_process_group(tmp_path, mon
         # The run the daemon was killed under went on: it was the code server's child, not the daemon's.
         assert instance.get_run_by_id(in_flight.run_id).status == dg.DagsterRunStatus.SUCCESS
         runs = _night_runs(instance, night)
-        expected = {(job, key) for job, keys in pipeline_stages(load_settings(env["RAG_EVAL_CONFIG"]))
+        expected = {(job, key) for job, _, keys in pipeline_stages(load_settings(env["RAG_EVAL_CONFIG"]))
                     for key in keys}
         per_partition = Counter((r.job_name, r.tags.get("dagster/partition")) for r in runs)
         assert per_partition == Counter(expected)  # every partition of the night ran exactly once

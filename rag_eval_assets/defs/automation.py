@@ -1,11 +1,13 @@
-"""The nightly benchmark: a schedule starts the inputs, a sensor walks the night through the retrieval grid, the
-answer grid and the report (metrics, run directory, comparison with the previous night).
+"""The nightly benchmark: at 02:00 a schedule starts the night with what the inputs need (at least the evalset and
+corpus fingerprints), and a sensor walks the night through the services under test, the retrieval grid, the answer
+grid and the report (metrics, run directory, comparison with the previous night), materializing only what is missing
+or stale, as `rag-eval run` does (defs/staleness.py); a service under test is called every night.
 
-Written by hand: Dagster's partitioned-schedule helper refuses a static x static grid. Every request carries one run
-key per night, stage and partition, and the sensor never asks again for a run the night already has, so a restarted
-daemon never runs a night twice. A night is one pipeline (PIPELINE_TAG `nightly-<night>` on every run): once all its
-stages have succeeded, the sensor commits its tables, so a night that fails anywhere leaves the last good night's
-tables current.
+Written by hand: Dagster's partitioned-schedule helper refuses a static x static grid, and its stale-only run
+requests cannot follow a pipeline's stages. Every request carries one run key per night, job and partition, and the
+sensor never asks again for a (job, partition) the night already ran, so a restarted daemon never runs a night twice.
+A night is one pipeline (PIPELINE_TAG `nightly-<night>` on every run): once nothing is left to run, the sensor
+commits its tables, so a night that fails anywhere leaves the last good night's tables current.
 
 With `alerts.on` holding `failed`, a failed or canceled nightly run posts one alert through run-status sensors
 (running by default: a configured alert is meant to fire). A metrics run that failed because its verdict was worse
@@ -15,39 +17,45 @@ is left to the verdict's own alert, so a worse night gives one message, not two.
 from collections.abc import Callable
 
 import dagster as dg
+from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
 
 from rag_eval_assets.alerts import failure_alert, send, webhook_url
 from rag_eval_assets.runs.baseline import verdict_of
 from rag_eval_assets.runs.store import run_of_pipeline
 
-from rag_eval_assets.defs.jobs import (
-    INPUTS_JOB,
-    answer_grid_job,
-    commit_pipeline,
-    inputs_job,
-    metrics_job,
-    pipeline_stages,
-    retrieval_grid_job,
-)
+from rag_eval_assets.defs.fingerprints import CORPUS_FILES, EVALSET_FILE
+from rag_eval_assets.defs.jobs import INPUTS_JOB, JOBS, commit_pipeline, inputs_job, pipeline_stages
+from rag_eval_assets.defs.staleness import Planner, Step
 from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
 from rag_eval_assets.settings import Settings
 
 NIGHT_TAG = "rag_eval/night"
 NIGHTLY_CRON = "0 2 * * *"
-_DONE = dg.DagsterRunStatus.SUCCESS
+PARTITION_TAG = "dagster/partition"
 _FAILED = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
-
-
-@dg.schedule(job=inputs_job, cron_schedule=NIGHTLY_CRON, execution_timezone="UTC",
-             default_status=dg.DefaultScheduleStatus.STOPPED)
-def nightly_benchmark(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
-    """02:00 UTC: freeze the evalset, chunk and index; the sensor below takes the night from there."""
-    night = context.scheduled_execution_time.strftime("%Y-%m-%d")
-    return dg.RunRequest(run_key=f"nightly-{night}-{INPUTS_JOB}", tags=night_tags(night))
 
 
 def night_tags(night: str) -> dict[str, str]:
     return {NIGHT_TAG: night, PIPELINE_TAG: f"nightly-{night}"}
+
+
+def _request(night: str, step: Step) -> dg.RunRequest:
+    return dg.RunRequest(
+        run_key=f"nightly-{night}-{step.job}" + (f"-{step.partition}" if step.partition else ""),
+        job_name=step.job,
+        partition_key=step.partition,
+        asset_selection=list(step.assets),
+        tags=night_tags(night),
+    )
+
+
+def night_start(night: str, asset_graph: BaseAssetGraph, settings: Settings,
+                instance: dg.DagsterInstance) -> dg.RunRequest:
+    """The night's first run: the inputs that are missing or stale, else only the two fingerprints (cheap; they
+    mark the night and record that the files did not change)."""
+    steps = Planner(asset_graph, settings, instance).next_steps(pipeline_stages(settings)[:1])
+    first = steps[0] if steps else Step(INPUTS_JOB, None, (dg.AssetKey(EVALSET_FILE), dg.AssetKey(CORPUS_FILES)))
+    return _request(night, first)
 
 
 def _latest_night(instance: dg.DagsterInstance) -> str | None:
@@ -57,39 +65,30 @@ def _latest_night(instance: dg.DagsterInstance) -> str | None:
     return None
 
 
-def nightly_requests(instance: dg.DagsterInstance, stages: list[tuple[str, list[str | None]]],
+def nightly_requests(instance: dg.DagsterInstance, asset_graph: BaseAssetGraph, settings: Settings,
                      commit: Callable[[str], list[str]]):
-    """The run requests the latest night needs next: every partition of the first unfinished stage that has no run
-    yet, once the stages before it all succeeded. `stages` = (job name, partition keys) in order, inputs first. When
-    every stage has succeeded, `commit(pipeline)` makes the night's tables current (nothing left to commit after
-    the first time)."""
+    """The run requests the latest night needs next, once its runs so far have all finished and succeeded: the
+    missing or stale asset partitions of the first stage that has any, leaving out the (job, partition) pairs the
+    night already ran. When nothing is left, `commit(pipeline)` makes the night's tables current (nothing left to
+    commit after the first time)."""
     night = _latest_night(instance)
     if night is None:
         return dg.SkipReason("no nightly run yet")
+    runs = instance.get_runs(filters=dg.RunsFilter(tags={NIGHT_TAG: night}))
+    if any(not run.is_finished for run in runs):
+        return dg.SkipReason(f"night {night}: waiting for its runs to finish")
     status: dict[tuple[str, str | None], dg.DagsterRunStatus] = {}
-    for run in instance.get_runs(filters=dg.RunsFilter(tags={NIGHT_TAG: night})):
-        key = (run.job_name, run.tags.get("dagster/partition"))
+    for run in runs:
+        key = (run.job_name, run.tags.get(PARTITION_TAG))
         if key not in status:  # newest first: a re-executed partition counts by its latest run
             status[key] = run.status
-    for job_name, partitions in stages:
-        states = [status.get((job_name, p)) for p in partitions]
-        if all(state == _DONE for state in states):
-            continue
-        failed = [p for p, state in zip(partitions, states) if state in _FAILED]
-        if failed:
-            return dg.SkipReason(f"night {night}: {job_name} failed for {failed}; re-execute them to continue")
-        missing = [p for p, state in zip(partitions, states) if state is None]
-        if not missing:
-            return dg.SkipReason(f"night {night}: waiting for {job_name}")
-        return [
-            dg.RunRequest(
-                run_key=f"nightly-{night}-{job_name}" + (f"-{p}" if p else ""),
-                job_name=job_name,
-                partition_key=p,
-                tags=night_tags(night),
-            )
-            for p in missing
-        ]
+    failed = sorted(f"{job}[{p}]" if p else job for (job, p), state in status.items() if state in _FAILED)
+    if failed:
+        return dg.SkipReason(f"night {night}: {', '.join(failed)} failed; re-execute them to continue")
+    planner = Planner(asset_graph, settings, instance, night_tags(night)[PIPELINE_TAG])
+    steps = planner.next_steps(pipeline_stages(settings), done=set(status))
+    if steps:
+        return [_request(night, step) for step in steps]
     committed = commit(night_tags(night)[PIPELINE_TAG])
     return dg.SkipReason(f"night {night} is complete" + (f"; committed {len(committed)} tables" if committed else ""))
 
@@ -139,12 +138,19 @@ def alert_sensors(settings: Settings) -> list[dg.SensorDefinition]:
 
 
 def automation_defs(settings: Settings) -> dg.Definitions:
-    stages = pipeline_stages(settings)
+    @dg.schedule(job=inputs_job, cron_schedule=NIGHTLY_CRON, execution_timezone="UTC",
+                 default_status=dg.DefaultScheduleStatus.STOPPED)
+    def nightly_benchmark(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+        """02:00 UTC: the inputs that are missing or stale (at least the file fingerprints); the sensor below takes
+        the night from there."""
+        night = context.scheduled_execution_time.strftime("%Y-%m-%d")
+        return night_start(night, context.repository_def.asset_graph, settings, context.instance)
 
-    @dg.sensor(jobs=[retrieval_grid_job, answer_grid_job, metrics_job],
-               minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.STOPPED)
+    @dg.sensor(jobs=JOBS, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.STOPPED)
     def nightly_progress(context: dg.SensorEvaluationContext):
-        """Starts the next stage of the latest night once the previous one has succeeded; the report comes last."""
-        return nightly_requests(context.instance, stages, lambda pipeline: commit_pipeline(settings, pipeline))
+        """Starts the latest night's next runs, of what is missing or stale, once its runs so far have succeeded;
+        the report comes last, then the night's tables commit."""
+        return nightly_requests(context.instance, context.repository_def.asset_graph, settings,
+                                lambda pipeline: commit_pipeline(settings, pipeline))
 
     return dg.Definitions(schedules=[nightly_benchmark], sensors=[nightly_progress, *alert_sensors(settings)])

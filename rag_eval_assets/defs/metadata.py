@@ -1,28 +1,42 @@
 """Metadata every asset records: the version tuple as JSON, and readable previews capped in size."""
 
-
 import dagster as dg
 import pandas as pd
+from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
-from rag_eval_assets.runs.versions import VersionTuple
+from rag_eval_assets.runs.versions import VersionTuple, dataset_part, run_versions
+from rag_eval_assets.settings import Settings
 
 VERSION_TUPLE_KEY = "version_tuple"
 # Dagster's UI slows down, and its storage refuses entries, when metadata grows large.
 PREVIEW_ROWS = 10
 PREVIEW_CELL_CHARS = 80
+# The unpartitioned assets whose data version is the sha256 of an input: the evalset file and the corpus.
+EVALSET = "evalset"
+CORPUS = "corpus_documents"
 
 
-def upstream_versions(context: dg.AssetExecutionContext, *asset_keys: str) -> VersionTuple:
-    """Merge the version tuples recorded by the latest materializations of the given upstream assets."""
-    merged = VersionTuple()
-    for key in asset_keys:
-        event = context.instance.get_latest_materialization_event(dg.AssetKey.from_user_string(key))
-        if event is None or event.asset_materialization is None:
-            continue
-        entry = event.asset_materialization.metadata.get(VERSION_TUPLE_KEY)
-        if entry is not None:
-            merged = merged.merge(VersionTuple.from_dict(entry.value))
-    return merged
+def input_sha256(context: dg.AssetExecutionContext, key: str) -> str | None:
+    """The sha256 an input asset (EVALSET, CORPUS) recorded as its data version at its latest materialization.
+    Neither has partitions, so what is read does not depend on which partition of anything ran last."""
+    event = context.instance.get_latest_materialization_event(dg.AssetKey(key))
+    if event is None or event.asset_materialization is None:
+        return None
+    return event.asset_materialization.tags.get(DATA_VERSION_TAG)
+
+
+def dataset_versions(
+    context: dg.AssetExecutionContext, s: Settings, *, evalset: bool = True, corpus: bool = True
+) -> VersionTuple:
+    """The dataset part of an asset that reads the evalset and/or the corpus; an asset adds its other parts from
+    the pure functions of runs/versions.py."""
+    return VersionTuple(dataset=dataset_part(s, input_sha256(context, EVALSET) if evalset else None,
+                                             input_sha256(context, CORPUS) if corpus else None))
+
+
+def run_versions_of(context: dg.AssetExecutionContext, s: Settings) -> VersionTuple:
+    """The run's whole version tuple: settings plus the evalset and corpus hashes, nothing else."""
+    return run_versions(s, input_sha256(context, EVALSET), input_sha256(context, CORPUS))
 
 
 def version_metadata(versions: VersionTuple) -> dict[str, dg.MetadataValue]:

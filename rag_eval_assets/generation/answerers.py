@@ -27,6 +27,12 @@ def format_contexts(contexts: list[Context]) -> str:
     return "\n\n".join(f"[{i}] ({c.label})\n{c.text}" for i, c in enumerate(contexts, start=1))
 
 
+def llm_answerer_version(model: str, prompt: Prompt = ANSWER_PROMPT) -> dict[str, Any]:
+    """What an LLMAnswerer records as its version, known from the settings alone."""
+    return {"answerer": LLMAnswerer.kind, "model": model, "prompt": prompt_version(prompt),
+            "prompt_sha256": prompt.sha256}
+
+
 class LLMAnswerer:
     """Answers from the numbered contexts with ANSWER_PROMPT; the reply's context numbers become citations.
 
@@ -43,8 +49,7 @@ class LLMAnswerer:
 
     @property
     def version(self) -> dict[str, Any]:
-        return {"answerer": self.kind, "model": self.client.settings.model, "prompt": prompt_version(self.prompt),
-                "prompt_sha256": self.prompt.sha256}
+        return llm_answerer_version(self.client.settings.model, self.prompt)
 
     def answer_many(self, questions: list[Question], contexts: list[list[Context]], k: int) -> list[Answer]:
         requests = [

@@ -9,7 +9,7 @@ import pandas as pd
 from rag_eval_assets.defs.answers.build import NO_LLM, answerer_for, llm_client
 from rag_eval_assets.defs.answers.checks import json_v2_dev_gate
 from rag_eval_assets.defs.partitions import answer_grid_partitions
-from rag_eval_assets.defs.metadata import preview, upstream_versions, version_metadata
+from rag_eval_assets.defs.metadata import dataset_versions, preview, run_versions_of, version_metadata
 from rag_eval_assets.defs.resources import LLMResource, RagEvalSettings
 from rag_eval_assets.defs.retrieval.build import encoder_for
 from rag_eval_assets.defs.storage.parquet_io_manager import PARTITION_DIMENSIONS_KEY
@@ -28,10 +28,10 @@ from rag_eval_assets.metrics.ragas_context import context_rows, ragas_context_me
 from rag_eval_assets.metrics.rule_score import has_rules, weighted_score
 from rag_eval_assets.runs.gate import WEIGHTED_SCORE
 from rag_eval_assets.runs.reproducibility import reproducibility_fields
+from rag_eval_assets.runs.versions import JUDGE_PROMPT_VERSION, chunking_part, judge_part
 from rag_eval_assets.retrieval.registry import kind_of, own_answer_variants
 from rag_eval_assets.settings import Settings
 
-JUDGE_PROMPT_VERSION = "v1"
 LLM_POOL = "llm"  # deploy/dagster.yaml limits it to one step at a time across runs
 JUDGE_METRICS = ("groundedness", "correctness")
 NO_RULES = ("not applicable: no question has a seed 000 rule (must_include, must_include_any, must_not_include, "
@@ -82,6 +82,8 @@ def answer_defs(settings: Settings) -> dg.Definitions:
     answer_pool = LLM_POOL if settings.answering.answerer == "llm" else None
     judge_pool = LLM_POOL if settings.llm is not None and settings.judge.enabled else None
     # A service under test's answers are read from its stored responses (one call per question per run).
+    # Every cell reads them (Dagster maps a grid cell to no partition of a subset): a new call re-runs the grid's
+    # answers, our retrievers' from the LLM cache or the extractive answerer, never our retrieval.
     sut_in = {"sut_responses": dg.AssetIn(partition_mapping=dg.AllPartitionMapping(),
                                           dagster_type=dict[str, pd.DataFrame])} \
         if own_answer_variants(settings.variants) else {}
@@ -94,6 +96,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         ins={"evalset": dg.AssetIn(), "chunks": dg.AssetIn(),
              "retrieval_results": dg.AssetIn(partition_mapping=by_retriever), **sut_in},
         pool=answer_pool,
+        code_version="1",
     )
     def answers(
         context: dg.AssetExecutionContext, settings: RagEvalSettings, llm: LLMResource, **inputs: pd.DataFrame
@@ -111,9 +114,8 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         with answerer_for(s, retriever, llm.api_key, sut_table) as answerer:
             table = answer_questions(answerer, evalset, retrieval_results, chunks, k, retriever)
             version = answerer.version
-        versions = upstream_versions(context, "evalset", "chunks").with_part(
-            "answerer", **version
-        ).with_part("retriever", name=retriever, k=k)
+        versions = dataset_versions(context, s).with_part("index", **chunking_part(s)).with_part(
+            "answerer", **version).with_part("retriever", name=retriever, k=k)
         return dg.Output(
             table,
             metadata={
@@ -132,7 +134,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         )
 
     @dg.asset(group_name="answers", kinds={"pandas", "parquet"}, partitions_def=grid, metadata=grid_metadata,
-              pool=judge_pool)
+              pool=judge_pool, code_version="1")
     def judged_answers(
         context: dg.AssetExecutionContext,
         settings: RagEvalSettings,
@@ -144,7 +146,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         s = settings.load()
         if s.llm is None or not s.judge.enabled:
             reason = NO_LLM if s.llm is None else "not computed: judge.enabled is false"
-            versions = upstream_versions(context, "evalset", "chunks")
+            versions = dataset_versions(context, s).with_part("index", **chunking_part(s))
             return dg.Output(pd.DataFrame(columns=list(JUDGMENT_COLUMNS)),
                              metadata={"not_computed": reason, **version_metadata(versions)})
         estimate = estimate_cost(len(answers) * len(JUDGE_METRICS), _mean_prompt_tokens(answers), 200, s.llm)
@@ -153,9 +155,8 @@ def answer_defs(settings: Settings) -> dg.Definitions:
             table = judge_answers(client, answers, evalset, JUDGE_PROMPT_VERSION, s.judge.replicates,
                                   s.judge.replicate_sample)
             usage = client.usage()
-        versions = upstream_versions(context, "evalset", "chunks").with_part(
-            "judge", model=s.llm.model, prompt_version=JUDGE_PROMPT_VERSION, temperature=s.llm.temperature
-        )
+        versions = dataset_versions(context, s).with_part("index", **chunking_part(s)).with_part(
+            "judge", **judge_part(s))
         metadata = {
             "judge_model": s.llm.model,
             "judge_prompt_version": JUDGE_PROMPT_VERSION,
@@ -168,13 +169,13 @@ def answer_defs(settings: Settings) -> dg.Definitions:
             metadata["self_agreement"] = dg.MetadataValue.json(judge_agreement(table))
         return dg.Output(table, metadata=metadata)
 
-    @dg.asset(group_name="answers", kinds={"pandas", "parquet"}, pool=llm_pool)
+    @dg.asset(group_name="answers", kinds={"pandas", "parquet"}, pool=llm_pool, code_version="1")
     def generated_queries(
         context: dg.AssetExecutionContext, settings: RagEvalSettings, llm: LLMResource, chunks: pd.DataFrame
     ) -> dg.Output[pd.DataFrame]:
         """Seed 004 questions generated from sampled chunks, written as an evalset file that can be frozen."""
         s = settings.load()
-        versions = upstream_versions(context, "chunks")
+        versions = dataset_versions(context, s, evalset=False).with_part("index", **chunking_part(s))
         if s.llm is None:
             return dg.Output(pd.DataFrame(columns=["id", "question", "type"]),
                              metadata={"not_computed": NO_LLM, **version_metadata(versions)})
@@ -209,6 +210,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
             "retrieval_results": dg.AssetIn(partition_mapping=dg.AllPartitionMapping()),
         },
         pool=llm_pool,  # ragas' LLM context metrics
+        code_version="1",
     )
     def answer_metrics_per_query(
         context: dg.AssetExecutionContext,
@@ -246,7 +248,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
             columns=list(PER_QUERY_COLUMNS))
         per_query["error"] = per_query["error"].astype(object).where(per_query["error"].notna(), None)
         not_computed = _not_computed(s)
-        versions = upstream_versions(context, "evalset", "chunks")
+        versions = dataset_versions(context, s).with_part("index", **chunking_part(s))
         return dg.Output(
             per_query.astype({"k": "int64", "value": "float64", "error": "object"}),
             metadata={
@@ -257,7 +259,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
             },
         )
 
-    @dg.asset(group_name="answers", kinds={"pandas", "parquet"})
+    @dg.asset(group_name="answers", kinds={"pandas", "parquet"}, code_version="1")
     def answer_metrics(
         context: dg.AssetExecutionContext,
         settings: RagEvalSettings,
@@ -296,7 +298,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         table["overlap_chars"] = s.chunking.overlap_chars
         overall = table[table["slice"] == "all"].pivot_table(index=["retriever", "k"], columns="metric",
                                                              values="value").reset_index()
-        versions = upstream_versions(context, "evalset", "chunks", "bm25_index", "dense_index", "answers")
+        versions = run_versions_of(context, s)
         return dg.Output(
             table,
             metadata={

@@ -9,25 +9,26 @@ from rag_eval_assets.corpus.gold import resolve_gold_report, unresolved_count, u
 from rag_eval_assets.corpus.load import corpus_sha256, load_corpus
 from rag_eval_assets.corpus.model import CHUNK_COLUMNS
 from rag_eval_assets.corpus.tables import documents_from_frame, documents_to_frame
+from rag_eval_assets.defs.fingerprints import CORPUS_FILES
 from rag_eval_assets.defs.inputs.preflight import preflight
-from rag_eval_assets.defs.metadata import preview, upstream_versions, version_metadata
+from rag_eval_assets.defs.metadata import dataset_versions, preview, version_metadata
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.evalset.tables import questions_from_frame
 from rag_eval_assets.preflight import chunk_corpus
-from rag_eval_assets.runs.versions import VersionTuple
+from rag_eval_assets.runs.versions import VersionTuple, chunking_part, dataset_part, sha256_text
 
 GOLD_CHECK = "gold_resolves"
 UNRESOLVED_GOLD = "unresolved_gold"
 
 
-@dg.asset(group_name="inputs", kinds={"pandas", "parquet"}, deps=[preflight])
+@dg.asset(group_name="inputs", kinds={"pandas", "parquet"}, code_version="1", deps=[preflight, CORPUS_FILES])
 def corpus_documents(settings: RagEvalSettings) -> dg.Output[pd.DataFrame]:
     """Every document of the corpus, one row per section (Markdown section, PDF page, text file)."""
     s = settings.load()
     docs = load_corpus(s.corpus.path)
     sha = corpus_sha256(s.corpus.path)
     df = documents_to_frame(docs)
-    versions = VersionTuple().with_part("dataset", corpus_sha256=sha, corpus_id=s.corpus.id)
+    versions = VersionTuple(dataset=dataset_part(s, corpus_sha256=sha))
     return dg.Output(
         df,
         data_version=dg.DataVersion(sha),
@@ -41,19 +42,14 @@ def corpus_documents(settings: RagEvalSettings) -> dg.Output[pd.DataFrame]:
     )
 
 
-@dg.asset(group_name="inputs", kinds={"pandas", "parquet"})
+@dg.asset(group_name="inputs", kinds={"pandas", "parquet"}, code_version=CHUNKER_VERSION)
 def chunks(
     context: dg.AssetExecutionContext, settings: RagEvalSettings, corpus_documents: pd.DataFrame
 ) -> dg.Output[pd.DataFrame]:
     """Chunks that never cross a section or a page, with stable ids (seed 002)."""
     s = settings.load()
     df = chunk_corpus(s, documents_from_frame(corpus_documents))
-    versions = upstream_versions(context, "corpus_documents").with_part(
-        "index",
-        chunker_version=CHUNKER_VERSION,
-        chunk_size_chars=s.chunking.chunk_size_chars,
-        overlap_chars=s.chunking.overlap_chars,
-    )
+    versions = dataset_versions(context, s, evalset=False).with_part("index", **chunking_part(s))
     return dg.Output(
         df,
         metadata={
@@ -85,6 +81,7 @@ def chunks_schema(chunks: pd.DataFrame) -> dg.AssetCheckResult:
 @dg.asset(
     group_name="inputs",
     kinds={"pandas", "parquet"},
+    code_version="1",
     check_specs=[
         dg.AssetCheckSpec(
             GOLD_CHECK,
@@ -104,13 +101,16 @@ def gold_labels(
 ):
     """Gold labels resolved to current chunk ids at run time, so anchored labels survive re-chunking; labels that
     resolve to nothing are listed (unresolved_gold) and fail the gold_resolves check."""
-    strict = settings.load().evalset.strict_gold
+    s = settings.load()
+    strict = s.evalset.strict_gold
     doc_ids = corpus_documents["doc_id"].unique().tolist()  # judged documents with no text have no chunks
     resolution = resolve_gold_report(questions_from_frame(evalset), chunks, doc_ids, strict=False)
     gold, unresolved = resolution.gold, resolution.unresolved_document()
-    versions = upstream_versions(context, "evalset", "chunks")
+    versions = dataset_versions(context, s).with_part("index", **chunking_part(s))
     yield dg.Output(
         gold,
+        # By content: a re-run that resolves the same labels (strict_gold changed, say) leaves the grid up to date.
+        data_version=dg.DataVersion(sha256_text(gold.to_json(orient="records", force_ascii=False))),
         metadata={
             "gold_rows": len(gold),
             "questions_with_gold": int(gold["query_id"].nunique()) if len(gold) else 0,

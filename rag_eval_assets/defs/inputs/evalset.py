@@ -4,15 +4,16 @@
 import dagster as dg
 import pandas as pd
 
+from rag_eval_assets.defs.fingerprints import EVALSET_FILE
 from rag_eval_assets.defs.inputs.preflight import preflight
-from rag_eval_assets.defs.metadata import preview, upstream_versions, version_metadata
+from rag_eval_assets.defs.metadata import dataset_versions, preview, version_metadata
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.evalset.frozen_store import freeze
 from rag_eval_assets.evalset.subset import dev_subset as make_dev_subset
 from rag_eval_assets.evalset.tables import questions_from_frame, questions_to_frame
 from rag_eval_assets.preflight import check_evalset
-from rag_eval_assets.runs.versions import VersionTuple
+from rag_eval_assets.runs.versions import VersionTuple, dataset_part
 
 FROZEN_CHECK = "frozen_version_unchanged"
 
@@ -24,7 +25,8 @@ def _counts(df: pd.DataFrame, column: str) -> dg.MetadataValue:
 @dg.asset(
     group_name="inputs",
     kinds={"pandas", "parquet"},
-    deps=[preflight],
+    code_version="1",
+    deps=[preflight, EVALSET_FILE],
     check_specs=[
         dg.AssetCheckSpec(
             FROZEN_CHECK,
@@ -47,7 +49,7 @@ def evalset(context: dg.AssetExecutionContext, settings: RagEvalSettings):
         raise InputError([checked.problem])
     freeze(s.evalset.path, s.frozen_dir, s.evalset.name, sha)
     df = questions_to_frame(checked.questions)
-    versions = VersionTuple().with_part("dataset", evalset_sha256=sha, eval_set_version=version)
+    versions = VersionTuple(dataset=dataset_part(s, evalset_sha256=sha))
     yield dg.Output(
         df,
         data_version=dg.DataVersion(sha),
@@ -66,7 +68,7 @@ def evalset(context: dg.AssetExecutionContext, settings: RagEvalSettings):
     yield dg.AssetCheckResult(check_name=FROZEN_CHECK, passed=True, metadata=check_metadata)
 
 
-@dg.asset(group_name="inputs", kinds={"pandas", "parquet"})
+@dg.asset(group_name="inputs", kinds={"pandas", "parquet"}, code_version="1")
 def dev_subset(
     context: dg.AssetExecutionContext, settings: RagEvalSettings, evalset: pd.DataFrame
 ) -> dg.Output[pd.DataFrame]:
@@ -82,6 +84,6 @@ def dev_subset(
             "size": s.dev_subset.size,
             "seed": s.dev_subset.seed,
             "by_type": _counts(df, "type"),
-            **version_metadata(upstream_versions(context, "evalset")),
+            **version_metadata(dataset_versions(context, s, corpus=False)),
         },
     )

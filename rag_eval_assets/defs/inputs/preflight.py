@@ -7,8 +7,13 @@ from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.preflight import preflight as check_inputs
 
 
-@dg.asset(group_name="inputs", kinds={"python"})
+# A pass changes no data: the input assets go stale through their own fingerprints and settings, not through this.
+PASSED = dg.DataVersion("passed")
+
+
+@dg.asset(group_name="inputs", kinds={"python"}, code_version="1")
 def preflight(settings: RagEvalSettings) -> dg.MaterializeResult:
     """Configuration, evalset (parsed, validated, frozen version unchanged), corpus, chunking and gold resolution,
-    checked before the input assets run: a problem fails this step, so nothing is written. Stores no table."""
-    return dg.MaterializeResult(metadata=check_inputs(settings.load()))
+    checked before the input assets run: a problem fails this step, so nothing is written. Stores no table; runs
+    with every run of the inputs job that materializes anything (defs/staleness.py)."""
+    return dg.MaterializeResult(metadata=check_inputs(settings.load()), data_version=PASSED)

@@ -10,10 +10,9 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from rag_eval_assets.defs.answers.assets import JUDGE_PROMPT_VERSION
 from rag_eval_assets.defs.inputs.corpus import latest_unresolved_gold
 from rag_eval_assets.defs.report.accept import accept_baseline
-from rag_eval_assets.defs.metadata import upstream_versions, version_metadata
+from rag_eval_assets.defs.metadata import run_versions_of, version_metadata
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.metrics.aggregate import AGGREGATE_COLUMNS
 from rag_eval_assets.reports.html import CHARTS_DIR, REPORT_FILE, build_report
@@ -53,7 +52,6 @@ from rag_eval_assets.runs.store import (
     run_of_pipeline,
     write_run,
 )
-from rag_eval_assets.runs.versions import VersionTuple
 from rag_eval_assets.retrieval.registry import kind_of
 from rag_eval_assets.settings import Settings
 
@@ -69,25 +67,6 @@ COMPARISON_COLUMNS = ("retriever", "k", "metric", "gate", "base", "cand", "delta
 def _settings_json(s: Settings) -> dict:
     return {"config_file": str(s.config_file), **s.model_dump(mode="json"),
             "variants": {name: v.version() for name, v in s.variants.items()}}
-
-
-def _run_versions(context: dg.AssetExecutionContext, s: Settings) -> VersionTuple:
-    versions = upstream_versions(context, "evalset", "chunks")
-    r = s.retrieval
-    versions = versions.with_part(
-        "retriever",
-        retrievers={name: v.version() for name, v in s.variants.items()},
-        k_values=list(s.k_values),
-        level=r.level,
-        folder_filter=r.folder_filter,
-    )
-    answerer = upstream_versions(context, "answers").answerer
-    versions = versions.with_part("answerer", **answerer, k_values=list(s.answering.k_values))
-    if s.llm is not None and s.judge.enabled:
-        versions = versions.with_part(
-            "judge", model=s.llm.model, prompt_version=JUDGE_PROMPT_VERSION, temperature=s.llm.temperature
-        )
-    return versions
 
 
 def _same_pipeline_run(context: dg.AssetExecutionContext, s: Settings) -> tuple[str, Run | None]:
@@ -130,6 +109,7 @@ def verdict_metadata(comparison: dict | None) -> dict[str, dg.MetadataValue]:
     group_name="report",
     kinds={"html", "json"},
     ins={"retrieval_results": ALL, "answers": ALL, "judged_answers": ALL},
+    code_version="1",
     check_specs=[dg.AssetCheckSpec(
         "llm_health", asset="evaluation_run", blocking=True,
         description="No cell's LLM or service calls failed more often than llm.max_error_rate (default 5%).")],
@@ -175,7 +155,7 @@ def evaluation_run(
         "cost_usd": float(answers_table["cost_usd"].fillna(0).sum()),
     }
     health = call_health(answers.values(), judged, answer_metrics_per_query)
-    versions = _run_versions(context, s)
+    versions = run_versions_of(context, s)
     root, existing = _same_pipeline_run(context, s)
     config = run_config(
         versions,
@@ -274,6 +254,7 @@ def llm_health(s: Settings, health: pd.DataFrame) -> dg.AssetCheckResult:
 @dg.asset(
     group_name="report",
     kinds={"pandas", "parquet"},
+    code_version="1",
     check_specs=[
         dg.AssetCheckSpec("invariants_match", asset="run_comparison", blocking=True,
                           description="Evalset, corpus and judge are the baseline's (seed 000 / 002 invariants)."),
@@ -288,7 +269,7 @@ def run_comparison(context: dg.AssetExecutionContext, settings: RagEvalSettings,
     s = settings.load()
     current = evaluation_run.iloc[0]
     run_dir = Path(current["run_dir"])
-    versions = version_metadata(upstream_versions(context, "evaluation_run"))
+    versions = version_metadata(run_versions_of(context, s))
     comparison_file = run_dir / COMPARISON_JSON
     if not comparison_file.is_file():
         yield dg.Output(pd.DataFrame(columns=list(COMPARISON_COLUMNS)),

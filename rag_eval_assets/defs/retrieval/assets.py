@@ -8,7 +8,8 @@ import dagster as dg
 import pandas as pd
 
 from rag_eval_assets.corpus.gold import resolve_gold, with_resolved_support_groups
-from rag_eval_assets.defs.metadata import preview, upstream_versions, version_metadata
+from rag_eval_assets.defs.fingerprints import RETRIEVER_CONFIG
+from rag_eval_assets.defs.metadata import dataset_versions, preview, version_metadata
 from rag_eval_assets.defs.partitions import SUT_GROUP, retriever_partitions, sut_partitions
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.defs.retrieval.build import built_indexes, embedding_cache, encoder_for
@@ -29,6 +30,7 @@ from rag_eval_assets.retrieval.registry import IndexNeed, Variant, kind_of, need
 from rag_eval_assets.retrieval.retrievers import collapse_to_documents, run_retriever
 from rag_eval_assets.retrieval.sut_responses import responses_frame, results_from_responses
 from rag_eval_assets.retrieval.sut_url import shown_url
+from rag_eval_assets.runs.versions import chunking_part, retriever_params, sha256_text
 from rag_eval_assets.settings import Settings
 
 # Chunks fetched per query before collapsing to documents, as a multiple of the deepest k (doc level only).
@@ -36,12 +38,16 @@ DOC_LEVEL_CHUNK_FACTOR = 5
 
 
 def _bm25_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
-    @dg.asset(name=BM25_INDEX, group_name="index", kinds={"pandas", "parquet"})
-    def bm25_index(context: dg.AssetExecutionContext, chunks: pd.DataFrame) -> dg.Output[pd.DataFrame]:
+    @dg.asset(name=BM25_INDEX, group_name="index", kinds={"pandas", "parquet"}, code_version="1")
+    def bm25_index(
+        context: dg.AssetExecutionContext, settings: RagEvalSettings, chunks: pd.DataFrame
+    ) -> dg.Output[pd.DataFrame]:
         """Term counts of every (term, chunk) under the corpus analyzer; BM25's k1, b and variant apply at search."""
+        s = settings.load()
         analyzer = get_analyzer(need.spec)
         counts = TermFrequencies.count([analyzer(t) for t in chunks["text"]])
-        versions = upstream_versions(context, "chunks").with_part("index", analyzer=analyzer.name)
+        versions = dataset_versions(context, s, evalset=False).with_part(
+            "index", **chunking_part(s), analyzer=analyzer.name)
         return dg.Output(
             bm25_to_frame(counts, chunks["chunk_id"]),
             metadata={"terms": len(counts.terms), "chunks": len(chunks), **version_metadata(versions)},
@@ -51,7 +57,8 @@ def _bm25_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
 
 
 def _dense_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
-    @dg.asset(key=[DENSE_INDEX, need.key], group_name="index", kinds={"pandas", "parquet", "pytorch"})
+    @dg.asset(key=[DENSE_INDEX, need.key], group_name="index", kinds={"pandas", "parquet", "pytorch"},
+              code_version="1")
     def dense_index(
         context: dg.AssetExecutionContext, settings: RagEvalSettings, chunks: pd.DataFrame
     ) -> dg.Output[pd.DataFrame]:
@@ -72,7 +79,8 @@ def _dense_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
         finally:
             cache.close()
         context.log.info(f"encoded {len(texts) - known} of {len(texts)} chunks in {seconds:.1f}s")
-        versions = upstream_versions(context, "chunks").with_part("index", embedding_model=encoder.model_id)
+        versions = dataset_versions(context, s, evalset=False).with_part(
+            "index", **chunking_part(s), embedding_model=encoder.model_id)
         return dg.Output(
             dense_to_frame(index.vectors, chunks["chunk_id"], encoder.model_id),
             metadata={
@@ -149,12 +157,15 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
             kinds={"pandas", "parquet"},
             partitions_def=sut_partitions(settings),
             metadata={PARTITION_DIMENSIONS_KEY: ["retriever"]},
+            code_version="1",
         )
         def sut_responses(
             context: dg.AssetExecutionContext, settings: RagEvalSettings, evalset: pd.DataFrame
         ) -> dg.Output[pd.DataFrame]:
             """One call per question to the system under test, at the largest k with debug=true (its folders when
-            the folder filter is on); its retrieval results and its answers at every k are read from here."""
+            the folder filter is on); its retrieval results and its answers at every k are read from here. Every
+            pipeline run calls the service again (it may have changed without our inputs changing); the data version
+            is the responses' sha256, so what is derived from them re-runs when they differ."""
             s = settings.load()
             variant = s.variants[context.partition_key]
             folders = _question_folders(evalset) if s.retrieval.folder_filter else None
@@ -164,10 +175,11 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
             if failed.any():
                 context.log.warning(f"{variant.name}: {int(failed.sum())} of {len(table)} calls failed; first: "
                                     f"{table.loc[failed, 'error'].iloc[0]}")
-            versions = upstream_versions(context, "evalset").with_part("retriever", **variant.version(),
-                                                                       depth=max(s.k_values))
+            versions = dataset_versions(context, s, corpus=False).with_part(
+                "retriever", **retriever_params(s, variant.name))
             latency = table["latency_s"].dropna()
-            return dg.Output(table, metadata={
+            content = sha256_text(table.to_json(orient="records", force_ascii=False))
+            return dg.Output(table, data_version=dg.DataVersion(content), metadata={
                 "retriever": variant.name,
                 "calls": len(table),
                 "errors": int(failed.sum()),
@@ -185,6 +197,8 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
         partitions_def=retrievers,
         metadata={PARTITION_DIMENSIONS_KEY: ["retriever"]},
         ins={"evalset": dg.AssetIn(), "chunks": dg.AssetIn(), **ins},
+        code_version="1",
+        deps=[RETRIEVER_CONFIG],
     )
     def retrieval_results(
         context: dg.AssetExecutionContext, settings: RagEvalSettings, **inputs: pd.DataFrame
@@ -199,11 +213,8 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
             tables = {(n.family, n.key): inputs[_index_input(n)]
                       for n in needs_of({variant.name: variant}, s.corpus.language)}
             results = _search(context, s, variant, evalset, chunks, tables)
-        indexes = [n.family if n.family == BM25_INDEX else f"{n.family}/{n.key}"
-                   for n in needs_of({variant.name: variant}, s.corpus.language)]
-        versions = upstream_versions(context, "evalset", "chunks", *indexes).with_part(
-            "retriever", **variant.version(), depth=max(s.k_values), level=s.retrieval.level
-        )
+        versions = dataset_versions(context, s).with_part("index", **chunking_part(s)).with_part(
+            "retriever", **retriever_params(s, variant.name))
         latency = results.drop_duplicates("query_id")["latency_s"]
         return dg.Output(
             results,
@@ -222,6 +233,7 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
         group_name="retrieval",
         kinds={"pandas", "parquet"},
         ins={"retrieval_results": dg.AssetIn(partition_mapping=dg.AllPartitionMapping())},
+        code_version="1",
     )
     def retrieval_metrics_per_query(
         context: dg.AssetExecutionContext,
@@ -250,10 +262,10 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
                                 chunks=chunks if scope else None)
             )
         per_query = pd.concat(tables, ignore_index=True)
-        versions = upstream_versions(context, "evalset", "chunks")
+        versions = dataset_versions(context, s).with_part("index", **chunking_part(s))
         return dg.Output(per_query, metadata={"retrievers": sorted(retrieval_results), **version_metadata(versions)})
 
-    @dg.asset(group_name="retrieval", kinds={"pandas", "parquet"})
+    @dg.asset(group_name="retrieval", kinds={"pandas", "parquet"}, code_version="1")
     def retrieval_metrics(
         context: dg.AssetExecutionContext,
         settings: RagEvalSettings,
@@ -269,7 +281,7 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
         overall = table[table["slice"] == "all"].pivot_table(
             index=["retriever", "k"], columns="metric", values="value"
         ).reset_index()
-        versions = upstream_versions(context, "evalset", "chunks")
+        versions = dataset_versions(context, s).with_part("index", **chunking_part(s))
         return dg.Output(
             table,
             metadata={

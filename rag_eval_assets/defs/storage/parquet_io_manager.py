@@ -22,6 +22,8 @@ from rag_eval_assets.defs.storage.table_store import TableStore
 PARTITION_DIMENSIONS_KEY = "partition_dimensions"
 # Run tag: the pipeline a run belongs to; every stage of one pipeline carries the same value.
 PIPELINE_TAG = "rag_eval/pipeline"
+# Output metadata key: the stored file (relative to the store) a materialization wrote.
+STORED_AS = "stored_as"
 
 
 def pipeline_of(context: dg.InputContext | dg.OutputContext) -> str | None:
@@ -112,7 +114,7 @@ class ParquetIOManager(dg.IOManager):
         context.add_output_metadata({
             "dagster/row_count": dg.MetadataValue.int(len(obj)),
             "dagster/column_schema": dg.MetadataValue.table_schema(dg.TableSchema(columns=columns)),
-            "stored_as": dg.MetadataValue.text(file),
+            STORED_AS: dg.MetadataValue.text(file),
             "current": dg.MetadataValue.text("now" if pipeline is None else f"when pipeline {pipeline} commits"),
         })
 

@@ -1,0 +1,111 @@
+"""What a run has to materialize, decided by Dagster's own stale status: the asset partitions that are MISSING or
+STALE (a new code version, or an input whose data version changed since they were materialized), the fingerprint
+assets whose files or settings changed, and what lies downstream of those within the same stage.
+
+Three rules on top of Dagster's status:
+- a materialization that never became current (its pipeline failed before committing, defs/storage/table_store.py)
+  is redone: readers do not see it, so it cannot count as up to date;
+- `sut_responses` is materialized by every run: a service under test can change without any input of ours changing;
+- `preflight` runs with every inputs step that materializes anything, and never because of itself (a pass changes no
+  data version).
+
+The UI's "unsynced" badges come from the same resolver over the same asset graph, so the CLI, the nightly sensor and
+the UI agree on what is stale (the first two rules are the pipeline's own and show in the CLI's listing).
+"""
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+import dagster as dg
+from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
+from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
+from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+from dagster._time import get_current_datetime
+
+from rag_eval_assets.defs.fingerprints import FINGERPRINTS, fingerprint
+from rag_eval_assets.defs.inputs.preflight import preflight
+from rag_eval_assets.defs.storage.parquet_io_manager import STORED_AS
+from rag_eval_assets.defs.storage.table_store import TableStore
+from rag_eval_assets.settings import Settings
+
+Stage = tuple[str, dg.AssetSelection, list[str | None]]  # job, its assets, its partitions
+ALWAYS = dg.AssetKey("sut_responses")
+PREFLIGHT = preflight.key
+
+
+@dataclass(frozen=True)
+class Step:
+    """One run: a job, its partition, and the assets it materializes (all of the job's when forced)."""
+
+    job: str
+    partition: str | None
+    assets: tuple[dg.AssetKey, ...]
+
+
+class Planner:
+    """Answers "does this asset partition need a run?" from one snapshot of the instance and of current.json (plus
+    what `pipeline`, the pipeline asking, has staged)."""
+
+    def __init__(self, asset_graph: BaseAssetGraph, settings: Settings, instance: dg.DagsterInstance,
+                 pipeline: str | None = None):
+        self.asset_graph, self.settings, self.instance = asset_graph, settings, instance
+        view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+                              instance=instance, asset_graph=asset_graph)
+        # A fresh resolver (it caches what it reads), built as the webserver builds the UI's.
+        self.resolver = CachingStaleStatusResolver(instance=instance, asset_graph=asset_graph, loading_context=view)
+        # What readers see, and what `pipeline` (the one asking) wrote so far: both are up to date for it.
+        store = TableStore(settings.assets_dir)
+        self.current = set(store.current()["tables"].values()) | set(store.staged(pipeline).values() if pipeline else ())
+
+    def stage_assets(self, selection: dg.AssetSelection) -> list[dg.AssetKey]:
+        """The assets a job materializes, upstream first."""
+        keys = selection.resolve(self.asset_graph)
+        return [key for key in self.asset_graph.toposorted_asset_keys if key in keys]
+
+    def state(self, key: dg.AssetKey, partition: str | None) -> str | None:
+        """Why (key, partition) needs a run, or None when it is up to date."""
+        name = key.to_user_string()
+        if name in FINGERPRINTS:
+            recorded = self.resolver.get_current_data_version(key, partition)
+            return None if recorded.value == fingerprint(self.settings, name, partition) else "changed"
+        if key == ALWAYS:
+            return "called every run"
+        status = self.resolver.get_status(key, partition)
+        if status != StaleStatus.FRESH:
+            return status.value.lower()
+        record = self.instance.get_latest_materialization_event(key) if partition is None else next(
+            iter(self.instance.fetch_materializations(
+                dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1).records), None)
+        stored = record.asset_materialization.metadata.get(STORED_AS) if record and record.asset_materialization \
+            else None
+        if stored is not None and stored.value not in self.current:
+            return "never committed"
+        return None
+
+    def next_steps(self, stages: Iterable[Stage], done: Collection[Step] = ()) -> list[Step]:
+        """The runs of the first stage that has anything to do: per partition, the assets that need a run and their
+        descendants in that stage (their inputs are about to change), leaving out the steps this pipeline already
+        ran (`done`: a service under test is called once per pipeline). Empty when everything is up to date."""
+        for job, selection, partitions in stages:
+            keys = self.stage_assets(selection)
+            steps = []
+            for partition in partitions:
+                selected = {key for key in keys if key != PREFLIGHT and self.state(key, partition) is not None}
+                for key in keys:  # upstream first, so one pass collects every descendant
+                    if any(parent in selected for parent in self.asset_graph.get(key).parent_keys):
+                        selected.add(key)
+                if selected and PREFLIGHT in keys:
+                    selected.add(PREFLIGHT)
+                step = Step(job, partition, tuple(key for key in keys if key in selected))
+                if selected and step not in done:
+                    steps.append(step)
+            if steps:
+                return steps
+        return []
+
+    def listing(self, stages: Iterable[Stage]) -> list[tuple[dg.AssetKey, str | None, str | None]]:
+        """Every (asset, partition) the pipeline materializes, in pipeline order, with why it needs a run (None: up
+        to date)."""
+        return [(key, partition, None if key == PREFLIGHT else self.state(key, partition))
+                for _, selection, partitions in stages for partition in partitions
+                for key in self.stage_assets(selection)]
