@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from rag_eval_assets.retrieval import analyzers
 from rag_eval_assets.retrieval.analyzers import ENGLISH_STOPWORDS, get_analyzer
 
 
@@ -65,3 +66,16 @@ def test_unknown_language_lists_the_valid_ones():
 def test_analyzer_names_differ_per_behaviour():
     names = {get_analyzer(lang).name for lang in ("en", "ru", "zh", "multi")}
     assert len(names) == 4
+
+
+def test_word_cache_eviction_leaves_the_terms_unchanged(monkeypatch):
+    # Each word's terms are cached per analyzer; with room for two words nearly every word is evicted and analysed
+    # again, and the terms are those of the test above and of an analyzer that keeps every word.
+    text = "Договоры были signed by the runners в 北京 合, runners' договоры signed 北京"
+    expected = ["договор", "sign", "runner", "北京", "合", "runner", "договор", "sign", "北京"]
+    roomy = get_analyzer("multi")
+    monkeypatch.setattr(analyzers, "WORD_CACHE", 2)
+    cramped = get_analyzer("multi")
+    for _ in range(3):
+        assert cramped(text) == roomy(text) == expected
+    assert cramped._terms_of.cache_info().currsize == 2

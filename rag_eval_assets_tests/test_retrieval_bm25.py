@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from rank_bm25 import BM25Okapi
 
+from rag_eval_assets.retrieval import bm25
 from rag_eval_assets.retrieval.analyzers import get_analyzer
 from rag_eval_assets.retrieval.bm25 import TermFrequencies
 from rag_eval_assets.retrieval.index_tables import bm25_from_frame, bm25_to_frame
@@ -207,3 +208,23 @@ def test_batched_search_with_filters_equals_scoring_each_query_alone():
                 candidates = np.array(sorted(set(candidates.tolist()) & rows), dtype=np.int64)
             expected = sorted(((int(r), float(scores[r])) for r in candidates), key=lambda h: (-h[1], h[0]))
             assert ranking == expected[:depth]
+
+
+@pytest.mark.parametrize("gather_entries", [1, 700, bm25.GATHER_ENTRIES])
+def test_a_query_scores_the_sum_of_its_terms_weight_rows_however_the_batch_is_gathered(monkeypatch, gather_entries):
+    # The reference sums rows of the dense weight matrix; the batch is gathered one query per step, a few queries
+    # per step, or all at once.
+    analyze = get_analyzer("en")
+    index = BM25Index.build([analyze(p) for p in _stdlib_paragraphs(400)])
+    queries = _random_queries(random.Random(8), index.terms, 150) + [[], ["absent"]]
+    dense = index.weights.toarray()
+    term_ids = {term: i for i, term in enumerate(index.terms)}
+    expected = np.array([dense[[term_ids[t] for t in q if t in term_ids]].sum(axis=0) for q in queries])
+    monkeypatch.setattr(bm25, "GATHER_ENTRIES", gather_entries)
+    rankings = index.search(queries, depth=index.n_docs)
+    for query, scores, ranking in zip(queries, expected, rankings):
+        assert [row for row, _ in ranking] == sorted(np.flatnonzero(scores > 0), key=lambda r: (-scores[r], r))
+        np.testing.assert_allclose([s for _, s in ranking], scores[[row for row, _ in ranking]], rtol=0, atol=1e-12)
+        # Scored alone (one step), the query gets the very same floats.
+        assert [s for _, s in ranking] == index.scores(query)[[row for row, _ in ranking]].tolist()
+    assert rankings[-2:] == [[], []]

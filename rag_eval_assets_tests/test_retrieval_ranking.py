@@ -38,3 +38,18 @@ def test_empty_blocks_and_bad_depth():
     assert top_k_block(np.zeros((2, 0)), 3) == [[], []]
     with pytest.raises(ValueError, match="depth"):
         top_k_block(np.zeros((1, 1)), 0)
+
+
+def test_only_scores_above_the_floor_are_kept_in_wide_rows_with_ties_across_groups():
+    # Wide rows (many column groups per query), ties spread across groups, negative and zero scores below the floor,
+    # and rows with fewer than `depth` scores above it.
+    rng = np.random.default_rng(11)
+    block = rng.choice([-2.0, 0.0, 0.0, 0.0, 1.5, 2.5, 3.0], size=(30, 2000), p=[0.1, 0.5, 0.2, 0.1, 0.05, 0.04, 0.01])
+    block[3] = 0.0
+    block[4, :] = 0.0
+    block[4, [1999, 5, 700]] = 1.0
+    for depth in (1, 10, 100):
+        for scores, ranking in zip(block, top_k_block(block, depth, floor=0.0)):
+            rows = np.flatnonzero(scores > 0)
+            assert ranking == sorted(((int(r), float(scores[r])) for r in rows), key=lambda h: (-h[1], h[0]))[:depth]
+    assert top_k_block(block, 10, floor=0.0)[3:5] == [[], [(5, 1.0), (700, 1.0), (1999, 1.0)]]

@@ -17,7 +17,10 @@ bump the name.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import chain
 from typing import Protocol
 
 import Stemmer
@@ -46,6 +49,8 @@ _CYRILLIC_RE = re.compile("[\u0400-\u04ff]")
 # A CJK run, or a word of other word characters with inner apostrophes.
 _WORD_RE = re.compile(f"[{_CJK}]+|[^\\W{_CJK}]+(?:'[^\\W{_CJK}]+)*")
 _POSSESSIVE_RE = re.compile("'s$")
+# Distinct words whose terms an analyzer keeps (least recently used dropped first): a few MiB.
+WORD_CACHE = 2**16
 
 
 class Analyzer(Protocol):
@@ -105,18 +110,22 @@ class ScriptAnalyzer:
     other: _WordRule
     cyrillic: _WordRule
     cjk_bigrams: bool
+    _terms_of: Callable[[str], tuple[str, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # A word's terms depend on the word alone, and texts repeat words (Zipf): each distinct recent word is
+        # analysed once; the stop list, the script tests and the stemmer are not run again for it.
+        self._terms_of = lru_cache(maxsize=WORD_CACHE)(self._word_terms)
+
+    def _word_terms(self, word: str) -> tuple[str, ...]:
+        if self.cjk_bigrams and _CJK_RE.match(word):
+            return tuple(_bigrams(word))
+        rule = self.cyrillic if _CYRILLIC_RE.search(word) else self.other
+        term = rule.apply(word)
+        return (term,) if term else ()
 
     def __call__(self, text: str) -> list[str]:
-        terms: list[str] = []
-        for word in _words(text):
-            if self.cjk_bigrams and _CJK_RE.match(word):
-                terms.extend(_bigrams(word))
-                continue
-            rule = self.cyrillic if _CYRILLIC_RE.search(word) else self.other
-            term = rule.apply(word)
-            if term:
-                terms.append(term)
-        return terms
+        return list(chain.from_iterable(map(self._terms_of, _words(text))))
 
 
 def _make(language: str) -> ScriptAnalyzer:

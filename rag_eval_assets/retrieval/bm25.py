@@ -13,9 +13,11 @@ Repeated query terms count once per occurrence, as in rank-bm25's BM25Okapi.get_
   idf (df > N/2) is replaced by epsilon * (mean idf over the vocabulary, before replacement), epsilon=0.25.
 - "atire": idf = ln(N / df).
 
-The weights live in a CSR matrix with one row per vocabulary term and one column per document, so the scores of a
-batch of queries are one sparse product: (query-term counts, queries x terms) @ (weights, terms x documents),
-computed straight into a dense (queries x documents) block (`_score_block`) for the top-k cut.
+The weights live in a CSR matrix with one row per vocabulary term and one column per document, so a query's scores
+are the sum of its terms' rows. A batch of queries is scored into a dense (queries x documents) block for the top-k
+cut (`_score_block`): the rows of every query's terms are gathered, repeats included, and added into the block,
+rather than going through a sparse product whose sparse output would be made dense anyway (on a small corpus most
+cells of the block are non-zero).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,6 +34,10 @@ import scipy.sparse as sp
 from rag_eval_assets.retrieval.ranking import Ranking, check_depth, mask_disallowed, queries_per_block, top_k_block
 
 VARIANTS = ("lucene", "okapi", "robertson", "atire")
+# Weight entries one step of `_score_block` gathers (2**17: 1.5 MiB with their column indices). Gathering a whole
+# batch at once needs a buffer of several MiB per batch that the allocator maps fresh each time, and on a small
+# corpus the page faults cost more than the additions; a buffer this size is reused from one step to the next.
+GATHER_ENTRIES = 2**17
 _ALIASES = {"robertson": "okapi"}
 
 
@@ -142,20 +149,31 @@ class BM25Index:
     ) -> BM25Index:
         return TermFrequencies.count(tokenized_docs).with_params(BM25Params(variant, k1, b, epsilon))
 
-    def _query_matrix(self, tokenized_queries: Sequence[Sequence[str]]) -> sp.csr_matrix:
-        """Queries x terms counts; terms absent from the index are dropped (they score 0 in every variant)."""
-        rows, cols = [], []
-        for q, tokens in enumerate(tokenized_queries):
-            ids = [self._term_ids[t] for t in tokens if t in self._term_ids]
-            rows.extend([q] * len(ids))
-            cols.extend(ids)
-        shape = (len(tokenized_queries), len(self.terms))
-        return sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=shape).tocsr()
-
     def _score_block(self, tokenized_queries: Sequence[Sequence[str]]) -> np.ndarray:
-        """(queries x documents) scores, float64: the sparse product (query-term counts) @ weights, made dense for
-        the block's top-k cut."""
-        return (self._query_matrix(tokenized_queries) @ self.weights).toarray()
+        """(queries x documents) scores, float64. Terms absent from the index are dropped (they score 0 in every
+        variant); a repeated term counts once per occurrence."""
+        term_ids = self._term_ids
+        per_query = [[term_ids[t] for t in tokens if t in term_ids] for tokens in tokenized_queries]
+        n_queries, indptr = len(per_query), self.weights.indptr
+        bounds = np.zeros(n_queries + 1, dtype=np.int64)  # query q's terms are ids[bounds[q]:bounds[q + 1]]
+        np.cumsum([len(ids) for ids in per_query], out=bounds[1:])
+        ids = np.fromiter(chain.from_iterable(per_query), dtype=np.int64, count=int(bounds[-1]))
+        entries = np.zeros(len(ids) + 1, dtype=np.int64)  # weights entries in the rows of the terms before each
+        np.cumsum(indptr[ids + 1] - indptr[ids], out=entries[1:])
+        entries = entries[bounds]
+        block = np.zeros((n_queries, self.n_docs))
+        start = 0
+        while start < n_queries:
+            # The queries from `start` on whose term rows hold at most GATHER_ENTRIES entries (at least one query).
+            stop = max(start + 1, int(np.searchsorted(entries, entries[start] + GATHER_ENTRIES, side="right")) - 1)
+            rows = self.weights[ids[bounds[start] : bounds[stop]]]
+            # Each query's gathered term rows stacked into its one row: scipy's csr_todense adds every entry into
+            # its cell, so duplicate columns are summed, which is the query's score.
+            stacked = sp.csr_matrix((rows.data, rows.indices, rows.indptr[bounds[start : stop + 1] - bounds[start]]),
+                                    shape=(stop - start, self.n_docs))
+            stacked.toarray(out=block[start:stop])
+            start = stop
+        return block
 
     def scores(self, tokenized_query: Sequence[str]) -> np.ndarray:
         """The BM25 score of every document for one query (float64, length n_docs)."""

@@ -14,6 +14,9 @@ Ranking = list[tuple[int, float]]
 # Score-block cells (queries x rows, float64) one top-k pass may hold: bounds search memory on large corpora
 # (2**24 cells = 128 MiB, i.e. 16 queries at a time over 1M chunks, every query at once over a few thousand).
 BLOCK_CELLS = 2**24
+# Columns per group in top_k_block's threshold search: one pass of group maxima is much cheaper than partitioning
+# every row, and the threshold it gives lets through only a few columns more than `depth` per query.
+_GROUP = 32
 
 
 class Hit(NamedTuple):
@@ -62,24 +65,31 @@ def top_k_block(block: np.ndarray, depth: int, floor: float = -np.inf) -> list[R
     """Per row of a (queries x candidate rows) score block, the `depth` best (column, score) pairs scoring above
     `floor`: score descending, ties by column ascending; -inf marks a column that is no candidate for that query.
 
-    The same cut as `top_k`, for a whole block at once: np.partition finds every query's depth-th best score, every
-    column scoring at least that much is kept (ties at the threshold included), then one lexsort orders the
-    survivors of all queries by (query, -score, column) and each query keeps its first `depth`.
+    The same result as `top_k` per row, for a whole block at once. Each row is cut at a threshold no higher than its
+    depth-th best score, so every column of its top `depth` (ties at the cut included) survives: the depth-th largest
+    of the maxima of `depth` or more column groups (at least `depth` columns reach it) or, if higher, the floor. One
+    pass finds the survivors, a few per query, and one sort of those orders them by (query, -score, column).
     """
     check_depth(depth)
     n_queries, n_cols = block.shape
+    # Above the floor, as a >= test: the floor's next float up.
+    threshold = np.full(n_queries, np.nextafter(floor, np.inf))
     if n_cols > depth:
-        threshold = np.partition(block, n_cols - depth, axis=1)[:, n_cols - depth]
-        keep = (block >= threshold[:, None]) & (block > floor)
-    else:
-        keep = block > floor
-    queries, cols = np.nonzero(keep)
-    scores = block[queries, cols]
-    order = np.lexsort((cols, -scores, queries))
-    queries, cols, scores = queries[order], cols[order], scores[order]
+        group_maxima = np.maximum.reduceat(block, np.arange(0, n_cols, min(_GROUP, n_cols // depth)), axis=1)
+        n_groups = group_maxima.shape[1]
+        cut = np.partition(group_maxima, n_groups - depth, axis=1)[:, n_groups - depth]
+        np.maximum(threshold, cut, out=threshold)
+    # The block is C-ordered, so the survivors come out by query, then column.
+    flat = np.flatnonzero(block >= threshold[:, None])
+    queries = flat // n_cols
+    scores = block.ravel()[flat]
+    order = np.lexsort((-scores, queries))  # stable: equal scores stay in column order
+    queries, flat, scores = queries[order], flat[order], scores[order]
     starts = np.searchsorted(queries, np.arange(n_queries + 1))
-    cut = np.arange(len(queries)) - starts[queries] < depth
-    queries, cols, scores = queries[cut], cols[cut].tolist(), scores[cut].tolist()
+    kept = np.arange(len(queries)) - starts[queries] < depth
+    queries, flat, scores = queries[kept], flat[kept], scores[kept]
+    cols = (flat - queries * n_cols).tolist()
+    scores = scores.tolist()
     bounds = np.searchsorted(queries, np.arange(n_queries + 1)).tolist()
     return [list(zip(cols[a:b], scores[a:b])) for a, b in zip(bounds, bounds[1:])]
 

@@ -1,7 +1,7 @@
 """The named retrievers of a run (bm25, dense, hybrid, http) and the long results table they all produce.
 
-Queries are searched QUERY_BATCH at a time: BM25 scores a batch with one sparse product, dense with one matrix
-product (ranking.top_k_block cuts every query's top k in the same pass). `latency_s` is therefore an amortised
+Queries are searched QUERY_BATCH at a time: BM25 adds each query's term weight rows into one score block, dense
+scores a batch with one matrix product (ranking.top_k_block cuts every query's top k in the same pass). `latency_s` is therefore an amortised
 per-query latency: the wall time of the batch's `search_batch` call (analysis or query encoding, scoring, top-k and,
 for hybrid, both components and the fusion) divided by the number of queries in the batch; every query of a batch
 carries the same value. Building the results table is not included. It is what one query costs in a batch
@@ -21,6 +21,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Protocol
 
 import numpy as np
@@ -139,8 +140,10 @@ def folder_rows(chunks: pd.DataFrame, folders: Sequence[str]) -> frozenset[int] 
 def _frame(name: str, query_ids: list[str], hits: list[list[Hit]], latencies: list[float],
            chunks: pd.DataFrame) -> pd.DataFrame:
     """The long table of every query's hits, built column-wise with numpy (no per-row Python objects)."""
-    counts = np.fromiter((len(h) for h in hits), dtype=np.int64, count=len(hits))
-    flat = np.array([hit for ranking in hits for hit in ranking], dtype=np.float64).reshape(-1, 4)
+    counts = np.fromiter(map(len, hits), dtype=np.int64, count=len(hits))
+    # Every hit's four fields in one flat run: fromiter reads them without numpy inspecting each hit as a sequence.
+    fields = chain.from_iterable(chain.from_iterable(hits))
+    flat = np.fromiter(fields, dtype=np.float64, count=4 * int(counts.sum())).reshape(-1, 4)
     rows = flat[:, 0].astype(np.int64)
     starts = np.repeat(np.cumsum(counts) - counts, counts)
     return pd.DataFrame({
