@@ -9,6 +9,9 @@ import pytest
 from rag_eval_assets_tests.dagster_server import BIN, REPO, dagster_env, graphql, running_server, wait_for_asset_keys
 
 EXPECTED_ASSETS = {
+    "evalset_file",
+    "corpus_files",
+    "retriever_config",
     "evalset",
     "dev_subset",
     "corpus_documents",
@@ -67,9 +70,12 @@ def test_webserver_serves_the_asset_graph(webserver):
     by_key = {"/".join(n["assetKey"]["path"]): n for n in nodes}
     assert set(by_key) == EXPECTED_ASSETS
     deps = {key: {"/".join(d["path"]) for d in node["dependencyKeys"]} for key, node in by_key.items()}
-    assert deps["chunks"] == {"corpus_documents"}
-    assert deps["gold_labels"] == {"evalset", "corpus_documents", "chunks"}
-    assert deps["retrieval_results"] == {"evalset", "chunks", "bm25_index", "dense_index/all-MiniLM-L6-v2"}
+    assert deps["chunks"] == {"preflight", "corpus_documents"}
+    assert deps["evalset"] == {"preflight", "evalset_file"}
+    assert deps["corpus_documents"] == {"preflight", "corpus_files"}
+    assert deps["gold_labels"] == {"preflight", "evalset", "corpus_documents", "chunks"}
+    assert deps["retrieval_results"] == {"retriever_config", "evalset", "chunks", "bm25_index",
+                                         "dense_index/all-MiniLM-L6-v2"}
     assert deps["answers"] == {"evalset", "chunks", "retrieval_results"}
     assert deps["judged_answers"] == {"evalset", "answers"}
     assert by_key["evalset"]["groupName"] == "inputs"

@@ -21,7 +21,7 @@ from rag_eval_assets_tests.stored_tables import stored_table
 
 DEPTH = 3  # max(k_values): results per question
 ANSWER_KS = (1, 2)
-STEPS = {GRID_JOB: {"retrieval_results"}, ANSWER_GRID_JOB: {"answers", "judged_answers"}}
+STEPS = {GRID_JOB: {"retriever_config", "retrieval_results"}, ANSWER_GRID_JOB: {"answers", "judged_answers"}}
 
 
 def _run_in_own_process(job_name: str, scheduler_address: str, partition: str) -> tuple[str, str, bool]:

@@ -52,11 +52,12 @@ def test_inputs_materialize_with_versions_and_row_counts(tmp_path, instance):
     assert result.success
     materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
     assert materialized == {
-        "preflight", "evalset", "dev_subset", "corpus_documents", "chunks", "gold_labels", "bm25_index",
-        "dense_index/all-MiniLM-L6-v2"
+        "evalset_file", "corpus_files", "preflight", "evalset", "dev_subset", "corpus_documents", "chunks",
+        "gold_labels", "bm25_index", "dense_index/all-MiniLM-L6-v2"
     }
     stored = TableStore(tmp_path / "store" / "assets").current()["tables"]
-    assert set(stored) == materialized - {"preflight"}  # preflight stores no table
+    # preflight and the file fingerprints store no table
+    assert set(stored) == materialized - {"preflight", "evalset_file", "corpus_files"}
 
     sha = evalset_sha256(evalset_file)
     ev = _materialization(result, "evalset")
@@ -97,8 +98,10 @@ def test_changed_evalset_under_same_name_fails_blocking_check(tmp_path, instance
     current = (tmp_path / "store" / "assets" / CURRENT).read_bytes()
     result = _run(config, instance)
     assert not result.success
-    # Preflight stops the run before any input asset runs: nothing is written, not even a frozen copy.
-    assert {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()} == set()
+    # Preflight stops the run before any input asset runs: nothing is written, not even a frozen copy (the file
+    # fingerprints, which store no table, ran before it).
+    assert {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()} <= {
+        "evalset_file", "corpus_files"}
     assert f"{evalset_file}: changed after it was frozen as sample_eval_set@" in _failure(result, "preflight")
     assert (tmp_path / "store" / "assets" / CURRENT).read_bytes() == current
     frozen = list((tmp_path / "store" / "frozen" / "sample_eval_set").glob("*/eval_set.jsonl"))

@@ -62,14 +62,17 @@ def test_metric_tables_carry_chunking_and_versions(pipeline):
     assert len(overall) == 3 and (overall["value"] > 0).all()
     assert ((overall["ci_low"] <= overall["value"]) & (overall["value"] <= overall["ci_high"])).all()
     grid = [s for s in steps if s.job == GRID_JOB]
-    bm25_mat = grid[0].result.get_asset_materialization_events()[0].materialization
+
+    def results(step) -> dg.AssetMaterialization:
+        return next(e.materialization for e in step.result.get_asset_materialization_events()
+                    if e.materialization.asset_key == dg.AssetKey("retrieval_results"))
+
+    bm25_mat = results(grid[0])
     versions = bm25_mat.metadata["version_tuple"].value
     assert versions["retriever"]["name"] == "bm25" and versions["retriever"]["k1"] == 0.9
     assert versions["index"]["analyzer"] == "multi-script-v1"
     assert "embedding_model" not in versions["index"]  # bm25 searches no dense index
-    dense_mat = grid[1].result.get_asset_materialization_events()[0].materialization
-    assert dense_mat.metadata["version_tuple"].value["index"]["embedding_model"] == (
-        "sentence-transformers/all-MiniLM-L6-v2")
+    assert results(grid[1]).metadata["version_tuple"].value["index"]["embedding_model"] == "all-MiniLM-L6-v2"
     assert len(versions["dataset"]["evalset_sha256"]) == 64
 
 

@@ -43,7 +43,7 @@ def _config(tmp: Path, collection: Path, k1: float, b: float) -> Path:
 
 @pytest.fixture(scope="module")
 def nights(tmp_path_factory):
-    """Four runs into one store: the default BM25, the same again, k1 0.9 -> 1.0, and k1 0.05 with b 0."""
+    """Four runs into one store: the default BM25, the same again (forced), k1 0.9 -> 1.0, and k1 0.05 with b 0."""
     tmp = tmp_path_factory.mktemp("verdict")
     collection = write_collection(tmp / "beir")
     home = tmp / "home"
@@ -52,7 +52,9 @@ def nights(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DAGSTER_HOME", str(home))
         for name, k1, b in (("default", 0.9, 0.4), ("rerun", 0.9, 0.4), ("k1_1.0", 1.0, 0.4), ("broken", 0.05, 0.0)):
-            code = main(["--config", str(_config(tmp, collection, k1, b)), "run"])
+            # The same configuration again is re-run with --force (a plain run would find nothing stale).
+            force = ["--force"] if name == "rerun" else []
+            code = main(["--config", str(_config(tmp, collection, k1, b)), "run", *force])
             newest = max((p for p in (tmp / "store" / "runs").iterdir() if not p.name.startswith(".")),
                          key=lambda p: json.loads((p / "metrics.json").read_text())["run"]["created_at"] + p.name)
             assert newest not in [r for _, r in runs.values()]

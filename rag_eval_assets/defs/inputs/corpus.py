@@ -42,7 +42,7 @@ def corpus_documents(settings: RagEvalSettings) -> dg.Output[pd.DataFrame]:
     )
 
 
-@dg.asset(group_name="inputs", kinds={"pandas", "parquet"}, code_version=CHUNKER_VERSION)
+@dg.asset(group_name="inputs", kinds={"pandas", "parquet"}, code_version=CHUNKER_VERSION, deps=[preflight])
 def chunks(
     context: dg.AssetExecutionContext, settings: RagEvalSettings, corpus_documents: pd.DataFrame
 ) -> dg.Output[pd.DataFrame]:
@@ -82,6 +82,7 @@ def chunks_schema(chunks: pd.DataFrame) -> dg.AssetCheckResult:
     group_name="inputs",
     kinds={"pandas", "parquet"},
     code_version="1",
+    deps=[preflight],
     check_specs=[
         dg.AssetCheckSpec(
             GOLD_CHECK,

@@ -68,7 +68,7 @@ def evalset(context: dg.AssetExecutionContext, settings: RagEvalSettings):
     yield dg.AssetCheckResult(check_name=FROZEN_CHECK, passed=True, metadata=check_metadata)
 
 
-@dg.asset(group_name="inputs", kinds={"pandas", "parquet"}, code_version="1")
+@dg.asset(group_name="inputs", kinds={"pandas", "parquet"}, code_version="1", deps=[preflight])
 def dev_subset(
     context: dg.AssetExecutionContext, settings: RagEvalSettings, evalset: pd.DataFrame
 ) -> dg.Output[pd.DataFrame]:

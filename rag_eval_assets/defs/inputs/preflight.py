@@ -1,4 +1,6 @@
-"""The first step of the inputs job: every input check (rag_eval_assets/preflight.py) before any table is written."""
+"""The first step of the inputs job: every input check (rag_eval_assets/preflight.py) before any table is written.
+Every input and index asset depends on it, so it runs first in any selection of them (a run that re-does only
+gold_labels checks first too); its constant data version makes none of them stale."""
 
 
 import dagster as dg

@@ -9,6 +9,7 @@ import pandas as pd
 
 from rag_eval_assets.corpus.gold import resolve_gold, with_resolved_support_groups
 from rag_eval_assets.defs.fingerprints import RETRIEVER_CONFIG
+from rag_eval_assets.defs.inputs.preflight import preflight
 from rag_eval_assets.defs.metadata import dataset_versions, preview, version_metadata
 from rag_eval_assets.defs.partitions import SUT_GROUP, retriever_partitions, sut_partitions
 from rag_eval_assets.defs.resources import RagEvalSettings
@@ -38,7 +39,7 @@ DOC_LEVEL_CHUNK_FACTOR = 5
 
 
 def _bm25_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
-    @dg.asset(name=BM25_INDEX, group_name="index", kinds={"pandas", "parquet"}, code_version="1")
+    @dg.asset(name=BM25_INDEX, group_name="index", kinds={"pandas", "parquet"}, code_version="1", deps=[preflight])
     def bm25_index(
         context: dg.AssetExecutionContext, settings: RagEvalSettings, chunks: pd.DataFrame
     ) -> dg.Output[pd.DataFrame]:
@@ -58,7 +59,7 @@ def _bm25_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
 
 def _dense_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
     @dg.asset(key=[DENSE_INDEX, need.key], group_name="index", kinds={"pandas", "parquet", "pytorch"},
-              code_version="1")
+              code_version="1", deps=[preflight])
     def dense_index(
         context: dg.AssetExecutionContext, settings: RagEvalSettings, chunks: pd.DataFrame
     ) -> dg.Output[pd.DataFrame]:
@@ -129,6 +130,18 @@ def _search(
     if s.retrieval.level == "doc":
         results = collapse_to_documents(results, depth)
     return results
+
+
+def _index_part(s: Settings, variant: Variant) -> dict[str, str]:
+    """The indexes a retriever searches, from its settings: the analyzer of a bm25 index, the model (and backend) of a
+    dense one."""
+    part = {}
+    for need in needs_of({variant.name: variant}, s.corpus.language):
+        if need.family == BM25_INDEX:
+            part["analyzer"] = get_analyzer(need.spec).name
+        else:
+            part["embedding_model"] = need.key
+    return part
 
 
 def _question_folders(evalset: pd.DataFrame) -> list[list[str]]:
@@ -213,8 +226,8 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
             tables = {(n.family, n.key): inputs[_index_input(n)]
                       for n in needs_of({variant.name: variant}, s.corpus.language)}
             results = _search(context, s, variant, evalset, chunks, tables)
-        versions = dataset_versions(context, s).with_part("index", **chunking_part(s)).with_part(
-            "retriever", **retriever_params(s, variant.name))
+        versions = dataset_versions(context, s).with_part("index", **chunking_part(s), **_index_part(s, variant))
+        versions = versions.with_part("retriever", **retriever_params(s, variant.name))
         latency = results.drop_duplicates("query_id")["latency_s"]
         return dg.Output(
             results,
