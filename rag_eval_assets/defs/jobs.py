@@ -96,7 +96,7 @@ def run_pipeline(
     tags = {**(tags or {}), PIPELINE_TAG: pipeline}
     asset_graph = defs.resolve_asset_graph()
     stages = pipeline_stages(settings)
-    done: set[Step] = set()
+    done: set[tuple[str, str | None]] = set()
     while True:
         planner = Planner(asset_graph, settings, instance, pipeline)
         if force:
@@ -116,7 +116,7 @@ def run_pipeline(
             yield StepOutcome(step.job, step.partition, result)
             if not result.success:
                 return
-        done.update(steps)
+        done.update((step.job, step.partition) for step in steps)
         if force:
             break
     commit_pipeline(settings, pipeline)

@@ -82,10 +82,11 @@ class Planner:
             return "never committed"
         return None
 
-    def next_steps(self, stages: Iterable[Stage], done: Collection[Step] = ()) -> list[Step]:
+    def next_steps(self, stages: Iterable[Stage], done: Collection[tuple[str, str | None]] = ()) -> list[Step]:
         """The runs of the first stage that has anything to do: per partition, the assets that need a run and their
-        descendants in that stage (their inputs are about to change), leaving out the steps this pipeline already
-        ran (`done`: a service under test is called once per pipeline). Empty when everything is up to date."""
+        descendants in that stage (their inputs are about to change), leaving out the (job, partition) pairs this
+        pipeline already ran (`done`: each runs once per pipeline, so a service under test is called once and a
+        pipeline always ends). Empty when everything is up to date."""
         for job, selection, partitions in stages:
             keys = self.stage_assets(selection)
             steps = []
@@ -96,9 +97,8 @@ class Planner:
                         selected.add(key)
                 if selected and PREFLIGHT in keys:
                     selected.add(PREFLIGHT)
-                step = Step(job, partition, tuple(key for key in keys if key in selected))
-                if selected and step not in done:
-                    steps.append(step)
+                if selected and (job, partition) not in done:
+                    steps.append(Step(job, partition, tuple(key for key in keys if key in selected)))
             if steps:
                 return steps
         return []
