@@ -97,13 +97,21 @@ def _dagster_home(config_file: Path) -> None:
 
 @contextmanager
 def _pipeline_instance(config_file: Path, instance_dir: Path | None):
-    """The instance runs go to: DAGSTER_HOME's, or a throw-away one keeping its files in `instance_dir`."""
+    """The instance runs go to: DAGSTER_HOME's, or one of its own in `instance_dir` (evaluate's and benchmark's
+    output folder), with the project's instance settings, so that a re-run into the same folder runs only what is
+    missing or stale."""
     import dagster as dg
 
     if instance_dir is None:
         _dagster_home(config_file)
-    with dg.DagsterInstance.get() if instance_dir is None else dg.DagsterInstance.ephemeral(str(instance_dir)) as i:
-        yield i
+        with dg.DagsterInstance.get() as instance:
+            yield instance
+        return
+    instance_dir.mkdir(parents=True, exist_ok=True)
+    if not (instance_dir / "dagster.yaml").is_file():
+        shutil.copyfile(INSTANCE_SETTINGS, instance_dir / "dagster.yaml")
+    with dg.DagsterInstance.from_config(str(instance_dir)) as instance:
+        yield instance
 
 
 @dataclass(frozen=True)
@@ -136,10 +144,12 @@ def _pipeline(defs, settings, instance, verbose: bool, force: bool = False) -> _
     log = RunLog(settings.runs_dir, verbose)
     ok, errors, input_error = _execute(defs, settings, instance, log, force)
     written = [path for path in list_runs(settings.runs_dir) if path not in before]
-    run_dir = written[0] if written else _current_run_dir(defs, instance) if ok else None
     for error in errors:
         print(error, file=sys.stderr)
-    return _Outcome(ok, input_error, run_dir, log.keep(run_dir, failed=not ok))
+    # The log goes into the run directory this pipeline wrote, never into an earlier one it points at.
+    log_file = log.keep(written[0] if written else None, failed=not ok)
+    run_dir = written[0] if written else _current_run_dir(defs, instance) if ok else None
+    return _Outcome(ok, input_error, run_dir, log_file)
 
 
 def _current_run_dir(defs, instance) -> Path | None:

@@ -219,3 +219,27 @@ def test_the_config_hash_does_not_depend_on_the_partition_order(tmp_path):
     settings = load_settings(tmp_path / "a" / "rag_eval.yaml")
     expected = run_versions(settings, evalset_sha256(SAMPLE_EVALSET), corpus_sha256(tmp_path / "a" / "corpus"))
     assert first[0] == expected.config_hash
+
+
+def test_evaluate_again_into_the_same_folder_runs_nothing_and_keeps_the_first_log(tmp_path):
+    args = ["evaluate", "--corpus", str(SAMPLE / "corpus"), "--evalset", str(SAMPLE_EVALSET), "--retrievers", "bm25",
+            "--k", "1,5", "--out", str(tmp_path)]
+    runs = tmp_path / "runs"
+
+    def evaluate() -> tuple[dict[str, str], str]:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(args) == 0
+        listing = dict(re.findall(r"^  (\S+)\s+(materialized.*|up to date|not run.*)$", out.getvalue(), flags=re.M))
+        return listing, out.getvalue()
+
+    first, _ = evaluate()
+    (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
+    log = (run_dir / "rag-eval.log").read_text(encoding="utf-8")
+    metrics = (tmp_path / "metrics.json").read_text(encoding="utf-8")
+    second, printed = evaluate()
+    assert "up to date" not in first.values() and set(second.values()) == {"up to date"}
+    assert [p for p in runs.iterdir() if p.is_dir()] == [run_dir] and f"run directory: {run_dir}\n" in printed
+    # The no-op's own log lies beside the runs; the run directory keeps the log of the run that wrote it.
+    assert (run_dir / "rag-eval.log").read_text(encoding="utf-8") == log
+    assert (tmp_path / "metrics.json").read_text(encoding="utf-8") == metrics
