@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextvars
 import json
 import logging
 import os
@@ -636,9 +635,7 @@ def main(argv: list[str] | None = None) -> int:
     # Dagster flags the beta `data_version` argument on every run; it says nothing to a user of this CLI.
     warnings.filterwarnings("ignore", message=".*is currently in beta.*")
     try:
-        # In a context of its own: Dagster keeps the current instance's state storage in a context variable, and an
-        # instance it exits out of order can leave a dead one there; a caller of main() in process never sees it.
-        return contextvars.copy_context().run(args.func, args)
+        return args.func(args)
     except InputError as exc:
         print(f"error: {redact_text(str(exc))}", file=sys.stderr)
         return INPUT_ERROR

@@ -15,9 +15,13 @@ from rag_eval_assets_tests.sample_config import write_sample_config
 
 def _start_night(defs: dg.Definitions, instance: dg.DagsterInstance, day: int) -> dg.RunRequest:
     schedule = defs.resolve_schedule_def("nightly_benchmark")
-    return schedule(dg.build_schedule_context(
-        instance=instance, repository_def=defs.get_repository_def(),
-        scheduled_execution_time=datetime(2026, 11, day, 2, 0, tzinfo=timezone.utc)))
+    # Closed here, as the daemon closes it: the context enters an instance of its own, and left to the garbage
+    # collector that exit would run in whatever context is current then, leaving a dead instance's state storage in
+    # Dagster's context variable for later tests.
+    night = datetime(2026, 11, day, 2, 0, tzinfo=timezone.utc)
+    with dg.build_schedule_context(instance=instance, repository_def=defs.get_repository_def(),
+                                   scheduled_execution_time=night) as context:
+        return schedule(context)
 
 
 def test_schedule_asks_for_one_inputs_run_per_night(tmp_path):
@@ -36,7 +40,8 @@ def test_schedule_asks_for_one_inputs_run_per_night(tmp_path):
 
 def _requests(defs: dg.Definitions, instance: dg.DagsterInstance) -> list[dg.RunRequest]:
     sensor = defs.resolve_sensor_def("nightly_progress")
-    result = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, definitions=defs))
+    with dg.build_sensor_context(instance=instance, definitions=defs) as context:
+        result = sensor.evaluate_tick(context)
     return list(result.run_requests or [])
 
 
