@@ -61,13 +61,13 @@ def test_the_gate_settings_come_from_the_configuration_file(tmp_path, capsys, mo
         "corpus: {id: c, path: corpus}\nevalset: {name: e, path: e.jsonl}\nruns_dir: runs\n"
         "report:\n  gate: {significant_only: false, max_regressions: 0}\n", encoding="utf-8")
     base = crafted_run(runs, "base", {("bm25", 5): hits(BASE)})
-    noise = crafted_run(runs, "noise", {("bm25", 5): hits(BASE - {0})})
+    cand = crafted_run(runs, "noise", {("bm25", 5): hits(BASE - {0})})
     # Run ids resolve in the configured store; the file's strict gate fails a single lost question ...
     assert main(["compare", "--base", "base", "--cand", "noise", "--out", "out"]) == 1
     # ... and a flag overrides it.
     assert main(["compare", "--base", "base", "--cand", "noise", "--out", "out", "--significant-only"]) == 0
     assert json.loads((tmp_path / "out" / "comparison.json").read_text())["gate"]["significant_only"] is True
-    assert base.run_id == "base"
+    assert (base.run_id, cand.run_id) == ("base", "noise")
 
 
 def test_history_lists_runs_newest_first_with_their_verdicts(tmp_path, capsys):
