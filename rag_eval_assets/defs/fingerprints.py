@@ -6,6 +6,8 @@ pipeline computes the same values before a run (`fingerprint`) and materializes 
 the instance recorded.
 """
 
+from collections.abc import Callable
+
 import dagster as dg
 
 from rag_eval_assets.corpus.load import corpus_sha256
@@ -19,18 +21,18 @@ from rag_eval_assets.settings import Settings
 EVALSET_FILE = "evalset_file"
 CORPUS_FILES = "corpus_files"
 RETRIEVER_CONFIG = "retriever_config"
-FINGERPRINTS = (EVALSET_FILE, CORPUS_FILES, RETRIEVER_CONFIG)
+# fingerprint asset -> its data version now, from the settings (and, for retriever_config, the partition: a retriever).
+_FINGERPRINT_OF: dict[str, Callable[[Settings, str | None], str]] = {
+    EVALSET_FILE: lambda s, _: evalset_sha256(s.evalset.path),
+    CORPUS_FILES: lambda s, _: corpus_sha256(s.corpus.path),
+    RETRIEVER_CONFIG: lambda s, retriever: settings_fingerprint(retriever_params(s, str(retriever))),
+}
+FINGERPRINTS = tuple(_FINGERPRINT_OF)
 
 
 def fingerprint(s: Settings, key: str, partition: str | None = None) -> str:
     """The data version fingerprint asset `key` (partition: a retriever) has for these settings and files now."""
-    if key == EVALSET_FILE:
-        return evalset_sha256(s.evalset.path)
-    if key == CORPUS_FILES:
-        return corpus_sha256(s.corpus.path)
-    if key == RETRIEVER_CONFIG:
-        return settings_fingerprint(retriever_params(s, str(partition)))
-    raise ValueError(f"{key!r} is not a fingerprint asset; valid: {', '.join(FINGERPRINTS)}")
+    return _FINGERPRINT_OF[key](s, partition)
 
 
 @dg.asset(group_name="inputs", kinds={"python"}, code_version="1")

@@ -16,7 +16,7 @@ import dagster as dg
 
 from rag_eval_assets.defs.fingerprints import RETRIEVER_CONFIG
 from rag_eval_assets.defs.partitions import SUT_GROUP, answer_grid_partitions, retriever_partitions, sut_partitions
-from rag_eval_assets.defs.staleness import Planner, Stage, Step
+from rag_eval_assets.defs.staleness import Planner, Stage, Step, every_step
 from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
 from rag_eval_assets.defs.storage.table_store import TableStore
 from rag_eval_assets.settings import Settings
@@ -97,15 +97,12 @@ def run_pipeline(
     asset_graph = defs.resolve_asset_graph()
     stages = pipeline_stages(settings)
     done: set[tuple[str, str | None]] = set()
-    while True:
-        planner = Planner(asset_graph, settings, instance, pipeline)
-        if force:
-            steps = [Step(job, partition, tuple(planner.stage_assets(selection)))
-                     for job, selection, partitions in stages for partition in partitions]
-        else:
-            steps = planner.next_steps(stages, done)
-        if not steps:
-            break
+
+    def planned() -> list[Step]:
+        return Planner(asset_graph, settings, instance, pipeline).next_steps(stages, done)
+
+    steps = every_step(asset_graph, stages) if force else planned()
+    while steps:
         for step in steps:
             run_id = str(uuid.uuid4())
             with around(run_id):
@@ -117,6 +114,5 @@ def run_pipeline(
             if not result.success:
                 return
         done.update((step.job, step.partition) for step in steps)
-        if force:
-            break
+        steps = [] if force else planned()
     commit_pipeline(settings, pipeline)

@@ -4,7 +4,7 @@ import dagster as dg
 import pandas as pd
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
-from rag_eval_assets.runs.versions import VersionTuple, dataset_part, run_versions
+from rag_eval_assets.runs.versions import VersionTuple, dataset_part, run_versions, sha256_text
 from rag_eval_assets.settings import Settings
 
 VERSION_TUPLE_KEY = "version_tuple"
@@ -37,6 +37,11 @@ def dataset_versions(
 def run_versions_of(context: dg.AssetExecutionContext, s: Settings) -> VersionTuple:
     """The run's whole version tuple: settings plus the evalset and corpus hashes, nothing else."""
     return run_versions(s, input_sha256(context, EVALSET), input_sha256(context, CORPUS))
+
+
+def content_version(table: pd.DataFrame) -> dg.DataVersion:
+    """A data version from a table's content: the assets that read it go stale only when the content differs."""
+    return dg.DataVersion(sha256_text(table.to_json(orient="records", force_ascii=False)))
 
 
 def version_metadata(versions: VersionTuple) -> dict[str, dg.MetadataValue]:

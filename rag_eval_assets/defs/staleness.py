@@ -42,6 +42,18 @@ class Step:
     assets: tuple[dg.AssetKey, ...]
 
 
+def stage_assets(asset_graph: BaseAssetGraph, selection: dg.AssetSelection) -> list[dg.AssetKey]:
+    """The assets a job materializes, upstream first."""
+    keys = selection.resolve(asset_graph)
+    return [key for key in asset_graph.toposorted_asset_keys if key in keys]
+
+
+def every_step(asset_graph: BaseAssetGraph, stages: Iterable[Stage]) -> list[Step]:
+    """Every asset of every stage and partition: a forced run."""
+    return [Step(job, partition, tuple(stage_assets(asset_graph, selection)))
+            for job, selection, partitions in stages for partition in partitions]
+
+
 class Planner:
     """Answers "does this asset partition need a run?" from one snapshot of the instance and of current.json (plus
     what `pipeline`, the pipeline asking, has staged)."""
@@ -55,12 +67,8 @@ class Planner:
         self.resolver = CachingStaleStatusResolver(instance=instance, asset_graph=asset_graph, loading_context=view)
         # What readers see, and what `pipeline` (the one asking) wrote so far: both are up to date for it.
         store = TableStore(settings.assets_dir)
-        self.current = set(store.current()["tables"].values()) | set(store.staged(pipeline).values() if pipeline else ())
-
-    def stage_assets(self, selection: dg.AssetSelection) -> list[dg.AssetKey]:
-        """The assets a job materializes, upstream first."""
-        keys = selection.resolve(self.asset_graph)
-        return [key for key in self.asset_graph.toposorted_asset_keys if key in keys]
+        staged = store.staged(pipeline).values() if pipeline else ()
+        self.current = set(store.current()["tables"].values()) | set(staged)
 
     def state(self, key: dg.AssetKey, partition: str | None) -> str | None:
         """Why (key, partition) needs a run, or None when it is up to date."""
@@ -88,16 +96,18 @@ class Planner:
         pipeline already ran (`done`: each runs once per pipeline, so a service under test is called once and a
         pipeline always ends). Empty when everything is up to date."""
         for job, selection, partitions in stages:
-            keys = self.stage_assets(selection)
+            keys = stage_assets(self.asset_graph, selection)
             steps = []
             for partition in partitions:
+                if (job, partition) in done:
+                    continue
                 selected = {key for key in keys if key != PREFLIGHT and self.state(key, partition) is not None}
                 for key in keys:  # upstream first, so one pass collects every descendant
                     if any(parent in selected for parent in self.asset_graph.get(key).parent_keys):
                         selected.add(key)
                 if selected and PREFLIGHT in keys:
                     selected.add(PREFLIGHT)
-                if selected and (job, partition) not in done:
+                if selected:
                     steps.append(Step(job, partition, tuple(key for key in keys if key in selected)))
             if steps:
                 return steps
@@ -108,4 +118,4 @@ class Planner:
         to date)."""
         return [(key, partition, None if key == PREFLIGHT else self.state(key, partition))
                 for _, selection, partitions in stages for partition in partitions
-                for key in self.stage_assets(selection)]
+                for key in stage_assets(self.asset_graph, selection)]

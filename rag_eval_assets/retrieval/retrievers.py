@@ -1,11 +1,12 @@
 """The named retrievers of a run (bm25, dense, hybrid, http) and the long results table they all produce.
 
 Queries are searched QUERY_BATCH at a time: BM25 adds each query's term weight rows into one score block, dense
-scores a batch with one matrix product (ranking.top_k_block cuts every query's top k in the same pass). `latency_s` is therefore an amortised
-per-query latency: the wall time of the batch's `search_batch` call (analysis or query encoding, scoring, top-k and,
-for hybrid, both components and the fusion) divided by the number of queries in the batch; every query of a batch
-carries the same value. Building the results table is not included. It is what one query costs in a batch
-evaluation, not the latency of one interactive request (which pays the fixed per-call costs alone).
+scores a batch with one matrix product (ranking.top_k_block cuts every query's top k in the same pass). `latency_s`
+is therefore an amortised per-query latency: the wall time of the batch's `search_batch` call (analysis or query
+encoding, scoring, top-k and, for hybrid, both components and the fusion) divided by the number of queries in the
+batch; every query of a batch carries the same value. Building the results table is not included. It is what one
+query costs in a batch evaluation, not the latency of one interactive request (which pays the fixed per-call costs
+alone).
 
 Every retriever class has `version()` and `search_batch(texts, depth, allowed)`, which returns per query its hits
 as ranking.Hit (row, score, score_bm25, score_dense; NaN for a component that took no part), so callers treat all

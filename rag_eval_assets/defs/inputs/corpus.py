@@ -11,11 +11,11 @@ from rag_eval_assets.corpus.model import CHUNK_COLUMNS
 from rag_eval_assets.corpus.tables import documents_from_frame, documents_to_frame
 from rag_eval_assets.defs.fingerprints import CORPUS_FILES
 from rag_eval_assets.defs.inputs.preflight import preflight
-from rag_eval_assets.defs.metadata import dataset_versions, preview, version_metadata
+from rag_eval_assets.defs.metadata import content_version, dataset_versions, preview, version_metadata
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.evalset.tables import questions_from_frame
 from rag_eval_assets.preflight import chunk_corpus
-from rag_eval_assets.runs.versions import VersionTuple, chunking_part, dataset_part, sha256_text
+from rag_eval_assets.runs.versions import VersionTuple, chunking_part, dataset_part
 
 GOLD_CHECK = "gold_resolves"
 UNRESOLVED_GOLD = "unresolved_gold"
@@ -111,7 +111,7 @@ def gold_labels(
     yield dg.Output(
         gold,
         # By content: a re-run that resolves the same labels (strict_gold changed, say) leaves the grid up to date.
-        data_version=dg.DataVersion(sha256_text(gold.to_json(orient="records", force_ascii=False))),
+        data_version=content_version(gold),
         metadata={
             "gold_rows": len(gold),
             "questions_with_gold": int(gold["query_id"].nunique()) if len(gold) else 0,

@@ -10,7 +10,7 @@ import pandas as pd
 from rag_eval_assets.corpus.gold import resolve_gold, with_resolved_support_groups
 from rag_eval_assets.defs.fingerprints import RETRIEVER_CONFIG
 from rag_eval_assets.defs.inputs.preflight import preflight
-from rag_eval_assets.defs.metadata import dataset_versions, preview, version_metadata
+from rag_eval_assets.defs.metadata import content_version, dataset_versions, preview, version_metadata
 from rag_eval_assets.defs.partitions import SUT_GROUP, retriever_partitions, sut_partitions
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.defs.retrieval.build import built_indexes, embedding_cache, encoder_for
@@ -31,7 +31,7 @@ from rag_eval_assets.retrieval.registry import IndexNeed, Variant, kind_of, need
 from rag_eval_assets.retrieval.retrievers import collapse_to_documents, run_retriever
 from rag_eval_assets.retrieval.sut_responses import responses_frame, results_from_responses
 from rag_eval_assets.retrieval.sut_url import shown_url
-from rag_eval_assets.runs.versions import chunking_part, retriever_params, sha256_text
+from rag_eval_assets.runs.versions import chunking_part, retriever_params
 from rag_eval_assets.settings import Settings
 
 # Chunks fetched per query before collapsing to documents, as a multiple of the deepest k (doc level only).
@@ -191,8 +191,7 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
             versions = dataset_versions(context, s, corpus=False).with_part(
                 "retriever", **retriever_params(s, variant.name))
             latency = table["latency_s"].dropna()
-            content = sha256_text(table.to_json(orient="records", force_ascii=False))
-            return dg.Output(table, data_version=dg.DataVersion(content), metadata={
+            return dg.Output(table, data_version=content_version(table), metadata={
                 "retriever": variant.name,
                 "calls": len(table),
                 "errors": int(failed.sum()),
