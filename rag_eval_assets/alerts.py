@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from rag_eval_assets.http_retry import HttpCallError, RetryPolicy, send_with_retries
-from rag_eval_assets.runs.compare import p_text
+from rag_eval_assets.verdict.text import p_text
 from rag_eval_assets.runs.store import TIMESTAMP_FORMAT
 
 logger = logging.getLogger(__name__)

@@ -17,6 +17,7 @@ import yaml
 
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.redaction import install_log_redaction, redact_text
+from rag_eval_assets.verdict.settings import CORRECTIONS
 
 INPUT_ERROR = 2  # exit code of a bad input file or setting (named by file, line and field, or by dotted key)
 # The instance settings of a Dagster home rag-eval creates (as `make` copies them into its .dagster_home).
@@ -178,7 +179,7 @@ def _asset_values(defs, instance):
 
 def _run(args: argparse.Namespace) -> int:
     from rag_eval_assets.definitions import build_defs
-    from rag_eval_assets.runs.compare import recorded_verdict
+    from rag_eval_assets.reports.comparison import recorded_verdict
     from rag_eval_assets.runs.store import COMPARISON_JSON
     from rag_eval_assets.settings import load_settings
 
@@ -387,8 +388,9 @@ def _gate(args: argparse.Namespace, defaults):
 def _compare(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from rag_eval_assets.runs.compare import compare_runs, comparison_markdown, format_comparison
-    from rag_eval_assets.runs.gate import GateSettings
+    from rag_eval_assets.reports.comparison import comparison_markdown, format_comparison
+    from rag_eval_assets.verdict.compare import compare_runs
+    from rag_eval_assets.verdict.settings import GateSettings
     from rag_eval_assets.runs.store import COMPARISON_JSON, COMPARISON_MD, read_run
     from rag_eval_assets.settings_base import problems
 
@@ -576,8 +578,8 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--min-delta", type=float, help="a cell fails when its delta is below this (0.0)")
     gate.add_argument("--max-regressions", type=int, help="a cell fails with more success->failure flips (off)")
     gate.add_argument("--alpha", type=float, help="significance level of the paired tests (0.05)")
-    gate.add_argument("--correction", choices=("holm", "bonferroni", "none"),
-                      help="multiple-testing correction across the judged cells (holm)")
+    gate.add_argument("--correction", choices=CORRECTIONS,
+                      help="multiple-testing correction across the judged cells (joint: step-down max-T)")
     gate.add_argument("--significant-only", action=argparse.BooleanOptionalAction, default=None,
                       help="failures count only where the cell's change is significant (default: on)")
     gate.add_argument("--max-error-rate", type=float,

@@ -35,7 +35,7 @@ from rag_eval_assets.retrieval.analyzers import LANGUAGES
 import rag_eval_assets.retrieval.kinds  # noqa: F401  registers the retriever kinds
 from rag_eval_assets.retrieval.registry import KINDS, Variant, resolve_variants
 from rag_eval_assets.retrieval.settings import RetrievalSettings
-from rag_eval_assets.runs.gate import GateSettings
+from rag_eval_assets.verdict.settings import GateSettings
 from rag_eval_assets.settings_base import Loc, Section, at_least, problem, problems
 
 __all__ = ["CONFIG_ENV_VAR", "Settings", "default_config_path", "load_settings"]
@@ -133,7 +133,7 @@ class ReportSettings(Section):
     description: StrictStr | None = None
     store_full_text: StrictBool = False  # results.jsonl keeps texts whole instead of cutting them to 200 characters
     baseline_run_id: StrictStr | None = None  # compare against this run; default: the newest run of the same evalset
-    gate: GateSettings = GateSettings()  # the gate metric per cell and the noise-aware failure rule (runs/gate.py)
+    gate: GateSettings = GateSettings()  # the gate metric per cell and the noise-aware failure rule (verdict/)
 
 
 def _webhook_variable(name: str) -> str:
@@ -220,7 +220,14 @@ class Settings(Section):
                         if key in KINDS[kind].Params.model_fields
                         and (value is None or cls.valid_alone(data, "retrieval", kind, key) is not None)}
                  for kind, values in sections.items() if isinstance(values, dict)}
-        found += resolve_variants(data.get("retrievers", cls.model_fields["retriever_spec"].default), valid)[1]
+        variants, variant_problems = resolve_variants(
+            data.get("retrievers", cls.model_fields["retriever_spec"].default), valid)
+        found += variant_problems
+        gated = cls.valid_alone(data, "report", "gate", "retrievers")
+        unknown = [name for name in gated or () if name not in variants]
+        if unknown and not variant_problems:
+            found.append((("report", "gate", "retrievers"),
+                          f"names no retriever of this run: {', '.join(unknown)} (retrievers: {', '.join(variants)})"))
         return found
 
     @property

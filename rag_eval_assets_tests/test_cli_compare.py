@@ -3,7 +3,7 @@
 import json
 
 from rag_eval_assets.cli import main
-from rag_eval_assets_tests.test_runs_compare import BASE, config, crafted_run, hits
+from rag_eval_assets_tests.test_verdict_compare import BASE, config, crafted_run, hits
 
 
 def _compare(base, cand, out, *extra: str) -> int:
@@ -72,7 +72,8 @@ def test_the_gate_settings_come_from_the_configuration_file(tmp_path, capsys, mo
 
 def test_history_lists_runs_newest_first_with_their_verdicts(tmp_path, capsys):
     runs = tmp_path / "runs"
-    from rag_eval_assets.runs.store import read_run, write_run
+    from rag_eval_assets.reports.run_directory import write_run
+    from rag_eval_assets.runs.store import read_run
 
     first = crafted_run(runs, "20260101_000000", {("bm25", 10): hits(BASE), ("dense", 10): hits(BASE)})
     rows = [{**r, "metrics": {"ndcg@k": 0.0}} if r["retriever"] == "bm25" else r for r in first.results]

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from rag_eval_assets.redaction import install_log_redaction, redact, redact_text, redact_url
-from rag_eval_assets.runs.store import read_run, write_run
+from rag_eval_assets.reports.run_directory import write_run
+from rag_eval_assets.runs.store import read_run
 
 
 @pytest.mark.parametrize(

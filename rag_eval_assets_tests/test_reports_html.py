@@ -13,8 +13,9 @@ import pytest
 from PIL import Image
 
 from rag_eval_assets.reports.html import CHARTS, CHARTS_DIR, build_report
-from rag_eval_assets.runs.gate import GateSettings
-from rag_eval_assets.runs.store import Run, read_run, write_run
+from rag_eval_assets.reports.run_directory import write_run
+from rag_eval_assets.runs.store import Run, read_run
+from rag_eval_assets.verdict.settings import GateSettings
 from rag_eval_assets_tests.test_reports_charts import HEIGHT, WIDTH, png_size
 from rag_eval_assets_tests.test_runs_store import write_sample_run
 from rag_eval_assets_tests.real_components import CHROMIUM, CHROMIUM_ARGS, unavailable
@@ -136,7 +137,7 @@ def test_the_report_opens_with_the_verdict_then_the_ranking(worse_report: tuple[
     assert "Top regressions" in text and run.comparison["top_regressions"][0]["question"] in text
     # The ranking: 8 labelled questions cannot tell bm25 from dense at k = 1 (one question apart).
     assert "Which retriever is best" in text
-    assert "k=1: bm25 leads, not significantly, ndcg@k 0.125 vs dense 0.000, +0.125 [+0.000, +0.375], p = 1.000" in text
+    assert "k=1: bm25 leads, not significantly, ndcg@k 0.125 vs dense 0.000, +0.125 [+0.000, +0.500], p = 1.000" in text
     # The summary is two tables, retrieval and answers; the trend chart is there.
     assert 'id="summary-retrieval"' in html and 'id="summary-answers"' in html and 'data-chart="trend"' in html
     first_text = " ".join(" ".join(parse(report[1]).text).split())

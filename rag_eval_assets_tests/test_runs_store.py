@@ -28,9 +28,9 @@ from rag_eval_assets.runs.store import (
     read_run,
     results_rows,
     run_config,
-    write_run,
 )
 from rag_eval_assets.runs.versions import VersionTuple
+from rag_eval_assets.reports.run_directory import write_run
 
 NOW = datetime(2025, 12, 18, 6, 36, 17, tzinfo=timezone.utc)
 TYPES = ("definition", "fact", "negative")

@@ -110,7 +110,7 @@ def test_answer_grid_problems_name_their_keys(tmp_path):
 
 
 def test_report_gate_settings(tmp_path):
-    from rag_eval_assets.runs.gate import GateSettings
+    from rag_eval_assets.verdict.settings import GateSettings
 
     base = "corpus: {id: c, path: d}\nevalset: {name: e, path: q}\n"
     assert load_settings(_write(tmp_path, base)).report.gate == GateSettings()
@@ -124,11 +124,12 @@ def test_report_gate_settings(tmp_path):
                              "min_delta: x, primary_metric: hit@k}\n"))
     problems = {p.field: p.message for p in info.value.problems}
     assert problems == {
-        "report.gate.correction": "'fdr' is not one of holm, bonferroni, none",
+        "report.gate.correction": "'fdr' is not one of joint, holm, bonferroni, none",
         "report.gate.significant_only": "wrong type str",
         "report.gate.min_delta": "wrong type str",
         "report.gate.primary_metric": "unknown key; valid keys: metric, retrieval_metric, min_delta, "
-                                      "max_regressions, alpha, correction, significant_only, max_error_rate",
+                                      "max_regressions, alpha, correction, significant_only, max_error_rate, "
+                                      "retrievers",
     }
     with pytest.raises(InputError) as info:
         load_settings(_write(tmp_path, base + "report:\n  gate: {alpha: 1.5, max_regressions: -1}\n"))

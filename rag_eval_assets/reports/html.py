@@ -25,24 +25,20 @@ from rag_eval_assets.reports.charts import (
     plot_trend,
 )
 from rag_eval_assets.reports.markdown import cell_text, metric_pivot
-from rag_eval_assets.runs.compare import GATE_HEADERS, gate_rows
-from rag_eval_assets.runs.gate import GateSettings, is_answer_metric
-from rag_eval_assets.runs.history import run_history
-from rag_eval_assets.runs.ranking import KRanking, rank_retrievers
-from rag_eval_assets.runs.store import (
+from rag_eval_assets.reports.comparison import GATE_HEADERS, gate_rows
+from rag_eval_assets.reports.summary import (
     CALL_HEALTH_HEADERS,
-    CHUNK_SIZE_KEY,
-    EVAL_SET_VERSION_KEY,
-    OVERLAP_KEY,
-    UNRESOLVED_GOLD,
     UNRESOLVED_HEADERS,
-    Run,
     call_health_rows,
-    config_value,
     generated_description,
     not_computed_label,
     unresolved_rows,
 )
+from rag_eval_assets.runs.history import run_history
+from rag_eval_assets.runs.store import CHUNK_SIZE_KEY, EVAL_SET_VERSION_KEY, OVERLAP_KEY, UNRESOLVED_GOLD, Run, config_value
+from rag_eval_assets.verdict.gate import is_answer_metric
+from rag_eval_assets.verdict.ranking import KRanking, rank_retrievers
+from rag_eval_assets.verdict.settings import GateSettings
 
 REPORT_FILE = "report.html"
 CHARTS_DIR = "charts"

@@ -18,7 +18,7 @@ import math
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import chain, count
@@ -28,12 +28,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rag_eval_assets.corpus.gold import unresolved_summary
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.metrics.aggregate import AGGREGATE_COLUMNS
 from rag_eval_assets.redaction import redact
-from rag_eval_assets.reports.markdown import markdown_table, metrics_table_markdown
-from rag_eval_assets.runs.gate import GateSettings, is_answer_metric
 from rag_eval_assets.runs.versions import VersionTuple
 
 RESULTS_FILE = "results.jsonl"
@@ -368,16 +365,15 @@ def flatten(value: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def write_run(
+def save_run(
     runs_dir: str | Path,
     *,
     results: Sequence[Mapping[str, Any]],
     metrics: Mapping[str, Any],
     config: Mapping[str, Any],
     description: str | None = None,
-    previous: str | Path | None = None,
-    baseline_policy: Mapping[str, Any] | None = None,
-    gate: GateSettings = GateSettings(),
+    previous_run_id: str | None = None,
+    documents: Callable[[Run], Mapping[str, str]] = lambda run: {},
     store_full_text: bool = False,
     run_id: str | None = None,
     now: datetime | None = None,
@@ -386,9 +382,8 @@ def write_run(
     """Write a run directory and return its path.
 
     `results`: rows as made by results_rows; `metrics`: as made by metrics_document; `config`: the full
-    configuration (run_config). `previous` (a run directory, the baseline) adds the comparison with that run under
-    `gate`: comparison.json (with `baseline_policy`, how the baseline was chosen, under "baseline"), comparison.md
-    and its verdict in summary.md, written with the rest.
+    configuration (run_config). `documents(run)` gives the files made from the run as it will be read back (the
+    summary, the comparison with its baseline: reports/run_directory.py), written with the rest.
     Without `run_id` the id is the UTC time (`now`, default the current time) with -2, -3, ... appended while taken;
     an explicit `run_id` that is taken raises FileExistsError, unless `replace` (a re-execution rewriting its run).
     """
@@ -398,8 +393,7 @@ def write_run(
     if run_id is not None and not _RUN_ID.fullmatch(run_id):
         raise ValueError(f"run_id must be letters, digits, '_', '.', '-' and not start with '.' or '-', got {run_id!r}")
     created = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
-    previous_run = read_run(previous) if previous is not None else None
-    # summary.md, comparison.* and report.html are made from this config, so they hold no credential either.
+    # The documents are made from this config, so they hold no credential either.
     clean_config = redact(drop_secrets(jsonable(dict(config))))
     rows = [jsonable(dict(r)) if store_full_text else truncate_texts(jsonable(dict(r))) for r in results]
     runs_dir.mkdir(parents=True, exist_ok=True)
@@ -415,29 +409,20 @@ def write_run(
                 "run_id": name,
                 "created_at": created.strftime(TIMESTAMP_FORMAT),
                 "description": description,
-                "previous_run_id": previous_run.run_id if previous_run else None,
+                "previous_run_id": previous_run_id,
             },
         }
-        run = Run(target, rows, document, clean_config, "")
         files = {
-            METRICS_FILE: _json_text(document),
-            CONFIG_FILE: _json_text(clean_config, sort_keys=True),
+            METRICS_FILE: json_text(document),
+            CONFIG_FILE: json_text(clean_config, sort_keys=True),
+            **documents(Run(target, rows, document, clean_config, "")),
         }
-        comparison = None
-        if previous_run is not None:
-            # compare imports Run from this module.
-            from rag_eval_assets.runs.compare import comparison_markdown, compare_runs
-
-            comparison = compare_runs(previous_run, run, gate)
-            files[COMPARISON_JSON] = _json_text({**comparison.as_json(), "baseline": dict(baseline_policy or {})})
-            files[COMPARISON_MD] = comparison_markdown(comparison)
-        files[SUMMARY_FILE] = summary_markdown(run, description, previous_run, comparison)
         if _write_atomically(runs_dir, target, rows, files, replace=replace):
             return target
     raise FileExistsError(f"run {runs_dir / stem} already exists")
 
 
-def _json_text(content: Any, *, sort_keys: bool = False) -> str:
+def json_text(content: Any, *, sort_keys: bool = False) -> str:
     return json.dumps(content, ensure_ascii=False, allow_nan=False, indent=2, sort_keys=sort_keys) + "\n"
 
 
@@ -570,99 +555,3 @@ def config_value(config: Mapping[str, Any], dotted: str) -> Any:
             return None
         value = value[part]
     return value
-
-
-def summary_markdown(run: Run, description: str | None, previous: Run | None, comparison: Any = None) -> str:
-    """summary.md: the verdict against `previous` (its `comparison`), description, the retrieval and answer metric
-    tables, what was not computed, the configuration, then the comparison in full."""
-    parts = [f"# Run {run.run_id}", f"Created {run.created_at}."]
-    if comparison is not None:
-        from rag_eval_assets.runs.compare import comparison_markdown, verdict_line
-
-        parts.append(f"**{verdict_line(comparison)}**")
-    parts += ["## Description", description or generated_description(run, previous)]
-    parts += metric_sections(run.aggregate_frame(), "##")
-    parts.append(
-        "Means over the questions where a metric is defined (a metric with no inputs for a question is not "
-        "applicable to it); 95% bootstrap intervals and per-slice values are in metrics.json, per-question values "
-        "in results.jsonl."
-    )
-    unresolved = run.metrics.get(UNRESOLVED_GOLD)
-    if unresolved:
-        parts += ["## Unresolved gold", unresolved_summary(unresolved),
-                  markdown_table(UNRESOLVED_HEADERS, unresolved_rows(unresolved))]
-    health = run.metrics.get("call_health") or []
-    if health:
-        parts += ["## Calls behind the answer metrics", markdown_table(
-            CALL_HEALTH_HEADERS, call_health_rows(health))]
-    not_computed = run.metrics.get("not_computed") or []
-    if not_computed:
-        parts += ["## Not computed or not applicable",
-                  "\n".join(f"- {not_computed_label(r)}: {r['reason']}" for r in not_computed)]
-    parts += [
-        "## Configuration",
-        f"- config_hash: `{run.config.get('config_hash')}`\n"
-        f"- chunk_size_chars: {config_value(run.config, CHUNK_SIZE_KEY)}, "
-        f"overlap_chars: {config_value(run.config, OVERLAP_KEY)}",
-        markdown_table(["key", "value"], [[k, _config_text(v)] for k, v in sorted(flatten(run.config).items())]),
-    ]
-    if comparison is not None:
-        parts += [f"## Change against run {previous.run_id}", comparison_markdown(comparison)]
-    return "\n\n".join(parts) + "\n"
-
-
-def metric_sections(aggregate: pd.DataFrame, level: str, *, max_rows: int | None = None, where: str = "") -> list[str]:
-    """The slice-all metric table split in two, retrieval metrics and answer metrics, as Markdown sections (each
-    capped at `max_rows` rows, the rest named as in `where`)."""
-    names = list(pd.unique(aggregate.loc[aggregate["slice"] == "all", "metric"]))
-    sections = []
-    for title, wanted in (("Retrieval metrics", False), ("Answer metrics", True)):
-        metrics = [m for m in names if is_answer_metric(m) == wanted]
-        if metrics:
-            sections += [f"{level} {title} (all questions)",
-                         metrics_table_markdown(aggregate, metrics=metrics, max_rows=max_rows, where=where)]
-    return sections
-
-
-CALL_HEALTH_HEADERS = ["retriever", "k", "stage", "metric", "calls", "judged", "errors", "abstained", "first error"]
-UNRESOLVED_HEADERS = ["question", "support", "why", "where"]
-
-
-def unresolved_rows(unresolved: Mapping[str, Any]) -> list[list[str]]:
-    return [[label["query_id"], label["support"], label["why"],
-             label["file"] + ("" if label["line"] is None else f":{label['line']}")]
-            for label in unresolved["labels"]]
-
-
-def call_health_rows(health: Sequence[Mapping[str, Any]]) -> list[list[str]]:
-    return [[str(h["retriever"]), str(h["k"]), h.get("stage", ""), h["metric"], str(h["calls"]),
-             str(h.get("judged", h["calls"] - h["errors"])), f"{h['errors']} ({h['error_rate']:.0%})",
-             str(h.get("abstained", 0)), h.get("first_error") or ""]
-            for h in health]
-
-
-def not_computed_label(record: Mapping[str, Any]) -> str:
-    """`metric`, with the cell when the reason is one cell's: `groundedness (bm25@5)`."""
-    cell = f" ({record['retriever']}@{record['k']})" if record.get("retriever") is not None else ""
-    return f"{record['metric']}{cell}"
-
-
-def generated_description(run: Run, previous: Run | None) -> str:
-    retrievers = sorted({str(r["retriever"]) for r in run.results})
-    ks = sorted({int(r["k"]) for r in run.results})
-    questions = len({r["query_id"] for r in run.results})
-    version = config_value(run.config, "version_tuple.dataset.eval_set_version")
-    text = (
-        f"{questions} questions{f' of {version}' if version else ''}, "
-        f"retrievers {', '.join(retrievers) or '—'}, k = {', '.join(map(str, ks)) or '—'}"
-    )
-    if any(r.get("answer") for r in run.results):
-        text += ", with answers"
-    if previous is not None:
-        text += f"; compared with run {previous.run_id}"
-    return text + "."
-
-
-def _config_text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-

@@ -26,7 +26,7 @@ from rag_eval_assets.metrics.answers import answers_from_frame, score_answers
 from rag_eval_assets.metrics.call_health import not_computed_note, was_a_call
 from rag_eval_assets.metrics.ragas_context import context_rows, ragas_context_metrics
 from rag_eval_assets.metrics.rule_score import has_rules, weighted_score
-from rag_eval_assets.runs.gate import WEIGHTED_SCORE
+from rag_eval_assets.verdict.gate import WEIGHTED_SCORE
 from rag_eval_assets.runs.reproducibility import reproducibility_fields
 from rag_eval_assets.runs.versions import JUDGE_PROMPT_VERSION, chunking_part, judge_part
 from rag_eval_assets.retrieval.registry import kind_of, own_answer_variants

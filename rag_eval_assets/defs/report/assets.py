@@ -17,41 +17,36 @@ from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.metrics.aggregate import AGGREGATE_COLUMNS
 from rag_eval_assets.reports.html import CHARTS_DIR, REPORT_FILE, build_report
 from rag_eval_assets.reports.markdown import capped_table, markdown_table
-from rag_eval_assets.runs.compare import (
+from rag_eval_assets.reports.comparison import (
     DELTA_HEADERS,
-    EXIT_CODES,
     GATE_HEADERS,
-    INCOMPATIBLE,
-    VERDICT_SCORE,
-    WORSE,
     delta_rows,
     gate_rows,
     gate_settings_line,
     recorded_verdict,
 )
-from rag_eval_assets.runs.ranking import rank_retrievers
+from rag_eval_assets.reports.run_directory import write_run
+from rag_eval_assets.reports.summary import CALL_HEALTH_HEADERS, call_health_rows, metric_sections, ranking_markdown
 from rag_eval_assets.runs.reproducibility import reproducibility_fields
 from rag_eval_assets.alerts import send_once, verdict_alert, webhook_url
 from rag_eval_assets.metrics.call_health import call_health
 from rag_eval_assets.redaction import redact_url
 from rag_eval_assets.runs.baseline import NEWEST_ACCEPTED, Baseline, choose_baseline, prune_runs
 from rag_eval_assets.runs.store import (
-    CALL_HEALTH_HEADERS,
     COMPARISON_JSON,
     PIPELINE_RUN_KEY,
     SUMMARY_FILE,
     TIMESTAMP_FORMAT,
     Run,
-    call_health_rows,
-    metric_sections,
     metrics_document,
     read_run,
     results_rows,
     run_config,
     run_eval_set_version,
     run_of_pipeline,
-    write_run,
 )
+from rag_eval_assets.verdict.compare import EXIT_CODES, INCOMPATIBLE, VERDICT_SCORE, WORSE
+from rag_eval_assets.verdict.ranking import rank_retrievers
 from rag_eval_assets.retrieval.registry import kind_of
 from rag_eval_assets.settings import Settings
 
@@ -195,7 +190,7 @@ def evaluation_run(
         f"{r.metric.removesuffix('@k')}@{r.k} {s_.retriever}": dg.MetadataValue.float(s_.value)
         for r in rankings for s_ in r.retrievers
     }
-    ranking = "\n".join(f"- {r.sentence()}" for r in rankings) or "_no metric has a value for every retriever_"
+    ranking = ranking_markdown(rankings)
     summary = "\n\n".join(metric_sections(run.aggregate_frame(), "###", max_rows=PREVIEW_ROWS,
                                             where=str(path / SUMMARY_FILE)))
     yield dg.Output(

@@ -1,14 +1,13 @@
 """Comparison of two runs and the verdict (seed 000 section 7, seed 002 "Run Comparison Tool").
 
-Each (retriever, k) cell both runs hold is judged on its gate metric (runs/gate.py) by a paired test over the
-questions both runs scored, corrected across the judged cells. The verdict is `worse` when a cell fails, `better`
+Each (retriever, k) cell both runs hold is judged on its gate metric (verdict/gate.py) by a paired test over the
+questions both runs scored, corrected across the judged cells (by default jointly: verdict/joint.py). The verdict is `worse` when a cell fails, `better`
 when none fails and some cell improved significantly, `no significant change` otherwise, and `incompatible` when the
 runs measure different things. Exit codes: 0 better or no significant change, 1 worse, 2 incompatible.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -16,18 +15,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rag_eval_assets.reports.markdown import capped_table, cell_text, markdown_table
-from rag_eval_assets.runs.gate import (
-    GateSettings,
+from rag_eval_assets.runs.store import Run, config_value, flatten, jsonable
+from rag_eval_assets.verdict.gate import (
     adjust_p_values,
     choose_metric,
+    joint_adjusted,
     per_question_name,
     success_threshold,
     unhealthy,
     weighted_terms,
 )
-from rag_eval_assets.runs.significance import PairedTest, paired_tests
-from rag_eval_assets.runs.store import Run, config_value, flatten, jsonable
+from rag_eval_assets.verdict.paired import PairedTest, paired_tests
+from rag_eval_assets.verdict.settings import GateSettings
+from rag_eval_assets.verdict.text import interval_text, p_text, signed
 
 # (name, dotted key in config.json): runs that differ in one of these measure different things.
 DATASET_INVARIANTS = (
@@ -93,7 +93,7 @@ class GateCell:
     base: float | None  # (weighted) means over the questions both runs scored
     cand: float | None
     delta: float | None
-    ci_low: float | None  # 95% paired bootstrap interval of the delta
+    ci_low: float | None  # the paired test inverted at the gate's alpha: excludes 0 exactly when p_value < alpha
     ci_high: float | None
     n_pairs: int
     p_value: float | None  # paired sign-flip test
@@ -193,21 +193,23 @@ def compare_runs(
         incompatible += mismatches
 
     pairs = _paired_values(base, cand)
-    tests = _paired_tests(pairs, n_perm=n_perm, seed=seed)
+    tests = _paired_tests(pairs, n_perm=n_perm, seed=seed, alpha=gate.alpha)
     deltas = _deltas(base, cand, tests)
     questions = {row["query_id"]: row.get("question") for run in (base, cand) for row in run.results}
     weights = {row["query_id"]: float(row.get("weight") or 1.0) for row in cand.results}
 
-    cells, flips = [], []
+    cells, flips, diffs = [], [], []
     for (retriever, k), cell_pairs in pairs.groupby(["retriever", "k"], sort=True):
-        if (retrievers is not None and retriever not in retrievers) or (ks is not None and k not in ks):
+        if not all(chosen is None or value in chosen for value, chosen in
+                   ((retriever, retrievers), (retriever, gate.retrievers), (k, ks))):
             continue
-        cell, cell_flips, cell_warnings = _judge_cell(str(retriever), int(k), cell_pairs, base, cand, weights,
-                                                      questions, gate, n_perm=n_perm, seed=seed)
+        cell, cell_diffs, cell_flips, cell_warnings = _judge_cell(
+            str(retriever), int(k), cell_pairs, base, cand, weights, questions, gate, n_perm=n_perm, seed=seed)
         cells.append(cell)
+        diffs.append(cell_diffs)
         flips += cell_flips
         warnings += cell_warnings
-    cells = _decide(cells, gate)
+    cells = _decide(cells, diffs, gate, n_perm=n_perm, seed=seed)
     counted = {(c.retriever, c.k) for c in cells if c.significant or not gate.significant_only}
     regressions = [f for f in flips if f.cand < f.base and (f.retriever, f.k) in counted]
     improvements = [f for f in flips if f.cand > f.base]
@@ -215,7 +217,8 @@ def compare_runs(
     improvements.sort(key=lambda f: (f.base - f.cand, f.retriever, f.k, f.query_id))
 
     if not any(c.result != UNDEFINED for c in cells):
-        selected = " among the retrievers / k selected" if retrievers is not None or ks is not None else ""
+        narrowed = retrievers is not None or ks is not None or gate.retrievers is not None
+        selected = " among the retrievers / k selected" if narrowed else ""
         incompatible.append(
             f"no retriever and k has a value of the gate metric ({gate.metric}) in both runs{selected}"
         )
@@ -247,8 +250,9 @@ def _judge_cell(
     *,
     n_perm: int,
     seed: int,
-) -> tuple[GateCell, list[Flip], list[str]]:
-    """The cell's metric, paired test and flips; its result is settled by _decide once every cell is tested."""
+) -> tuple[GateCell, pd.Series, list[Flip], list[str]]:
+    """The cell's metric, paired test, (weighted) differences by question and flips; its result is settled by
+    _decide once every cell is tested."""
     both = pairs[pairs["base"].notna() & pairs["cand"].notna()]
     warnings: list[str] = []
     healthy = []
@@ -262,12 +266,12 @@ def _judge_cell(
     if metric is None:
         wanted = gate.metric if gate.metric != "auto" else f"auto ({gate.retrieval_metric} or an answer metric)"
         reason = f"the gate metric {wanted} has no value for any question in both runs"
-        return _cell(retriever, k, None, result=UNDEFINED, reasons=(reason,)), [], warnings
+        return _cell(retriever, k, None, result=UNDEFINED, reasons=(reason,)), pd.Series(dtype=float), [], warnings
     rows = both[both["metric"] == per_question_name(metric)]
     b, c = rows["base"].to_numpy(dtype=float), rows["cand"].to_numpy(dtype=float)
     w = np.array([weights.get(q, 1.0) for q in rows["query_id"]])
-    test = paired_tests(np.zeros((len(b), 1)), weighted_terms(c - b, w)[:, None], n_perm=n_perm,
-                        seed=seed)[0]
+    terms = weighted_terms(c - b, w)
+    test = paired_tests(np.zeros((len(b), 1)), terms[:, None], n_perm=n_perm, seed=seed, alpha=gate.alpha)[0]
     threshold = success_threshold(metric)
     flips = [
         Flip(str(r.query_id), questions.get(r.query_id), retriever, k, metric, float(r.base), float(r.cand))
@@ -280,7 +284,7 @@ def _judge_cell(
         ci_low=test.ci_low, ci_high=test.ci_high, n_pairs=test.n, p_value=_number(test.p_value),
         regressions=sum(1 for f in flips if f.cand < f.base), improvements=sum(1 for f in flips if f.cand > f.base),
     )
-    return cell, flips, warnings
+    return cell, pd.Series(terms, index=rows["query_id"].to_numpy()), flips, warnings
 
 
 def _cell(retriever: str, k: int, metric: str | None, **values: Any) -> GateCell:
@@ -289,9 +293,19 @@ def _cell(retriever: str, k: int, metric: str | None, **values: Any) -> GateCell
     return GateCell(retriever, k, metric, **{**defaults, **values})
 
 
-def _decide(cells: list[GateCell], gate: GateSettings) -> list[GateCell]:
+def _decide(cells: list[GateCell], diffs: list[pd.Series], gate: GateSettings, *, n_perm: int,
+            seed: int) -> list[GateCell]:
     """Correct the p-values across the judged cells, then settle each cell's result."""
-    adjusted = adjust_p_values([c.p_value if c.result != UNDEFINED else None for c in cells], gate.correction)
+    judged = [i for i, c in enumerate(cells) if c.result != UNDEFINED]
+    adjusted: list[float | None] = [None] * len(cells)
+    if gate.correction == "joint" and judged:
+        # One row per question: a sign flip of a question flips its difference in every cell at once.
+        matrix = pd.concat([diffs[i] for i in judged], axis=1).to_numpy(dtype=float)
+        for i, p in zip(judged, joint_adjusted(matrix, [cells[i].p_value for i in judged], n_perm=n_perm,
+                                               seed=seed)):
+            adjusted[i] = p
+    elif judged:
+        adjusted = adjust_p_values([c.p_value if c.result != UNDEFINED else None for c in cells], gate.correction)
     decided = []
     for cell, p_adj in zip(cells, adjusted):
         if cell.result == UNDEFINED:
@@ -302,7 +316,7 @@ def _decide(cells: list[GateCell], gate: GateSettings) -> list[GateCell]:
         name = f"{cell.retriever}@{cell.k}"
         reasons = []
         if cell.delta < gate.min_delta - EPSILON and counts:
-            reasons.append(f"{name}: {cell.metric} delta {cell.delta:+.4f} [{cell.ci_low:+.4f}, {cell.ci_high:+.4f}] "
+            reasons.append(f"{name}: {cell.metric} delta {signed(cell.delta)} {interval_text(cell.ci_low, cell.ci_high)} "
                            f"is below min_delta {gate.min_delta} (p_adj {p_text(p_adj)})")
         if gate.max_regressions is not None and cell.regressions > gate.max_regressions and counts:
             reasons.append(f"{name}: {cell.regressions} regressions exceed max_regressions {gate.max_regressions}")
@@ -349,14 +363,15 @@ def _paired_values(base: Run, cand: Run) -> pd.DataFrame:
     )
 
 
-def _paired_tests(pairs: pd.DataFrame, *, n_perm: int, seed: int) -> dict[tuple[str, int, str], PairedTest]:
+def _paired_tests(pairs: pd.DataFrame, *, n_perm: int, seed: int,
+                  alpha: float) -> dict[tuple[str, int, str], PairedTest]:
     """The paired test of every (retriever, k, metric), all at once over a questions x cells matrix."""
     if pairs.empty:
         return {}
     keys = ["retriever", "k", "metric"]
     wide_base = pairs.pivot(index="query_id", columns=keys, values="base")
     wide_cand = pairs.pivot(index="query_id", columns=keys, values="cand").reindex(columns=wide_base.columns)
-    tests = paired_tests(wide_base.to_numpy(), wide_cand.to_numpy(), n_perm=n_perm, seed=seed)
+    tests = paired_tests(wide_base.to_numpy(), wide_cand.to_numpy(), n_perm=n_perm, seed=seed, alpha=alpha)
     return {(str(r), int(k), str(m)): test for (r, k, m), test in zip(wide_base.columns, tests)}
 
 
@@ -401,137 +416,3 @@ def _number(value: Any) -> float | None:
         return None
     value = float(value)
     return None if np.isnan(value) else value
-
-
-def verdict_line(c: Comparison) -> str:
-    """The first line a person reads: the verdict, what it rests on, the exit code."""
-    head = f"Verdict: {c.verdict.upper()} (exit {c.exit_code}): candidate {c.cand_id} against base {c.base_id}"
-    if c.verdict == INCOMPATIBLE:
-        return f"{head}; {c.incompatible[0]}"
-    deciding = c.deciding_cells
-    if not deciding:
-        judged = [cell for cell in c.cells if cell.result != UNDEFINED]
-        return f"{head}; no cell of {len(judged)} changed significantly (alpha {c.gate.alpha}, {c.gate.correction})"
-    return f"{head}; decided by " + ", ".join(_cell_summary(cell) for cell in deciding)
-
-
-def recorded_verdict(comparison: dict[str, Any]) -> str:
-    """One line from a comparison.json record: "worse against run X (exit 1; decided by bm25@5, bm25@10)"."""
-    deciding = ", ".join(comparison["deciding_cells"]) or "none"
-    return (f"{comparison['verdict']} against run {comparison['base_run_id']} "
-            f"(exit {comparison['exit_code']}; decided by {deciding})")
-
-
-def _cell_summary(c: GateCell) -> str:
-    return (f"{c.retriever}@{c.k} {c.metric} {c.base:.3f} -> {c.cand:.3f} ({c.delta:+.3f} "
-            f"[{c.ci_low:+.3f}, {c.ci_high:+.3f}], p_adj {p_text(c.p_adjusted)})")
-
-
-def _signed(value: float | None) -> str:
-    return "—" if value is None else f"{value:+.4f}"
-
-
-def p_text(value: float | None) -> str:
-    if value is None:
-        return "—"
-    return "< 0.001" if value < 0.001 else f"{value:.3f}"
-
-
-def _interval(low: float | None, high: float | None) -> str:
-    return "—" if low is None or high is None else f"[{low:+.4f}, {high:+.4f}]"
-
-
-def _value(value: Any) -> str:
-    return "<absent>" if value is None else value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-GATE_HEADERS = ["cell", "metric", "base", "cand", "delta", "95% CI", "p", "p_adj", "regressions", "result"]
-DELTA_HEADERS = ["retriever", "k", "metric", "base", "cand", "delta", "95% CI", "pairs", "p"]
-FLIP_HEADERS = ["cell", "metric", "query_id", "change", "question"]
-
-
-def gate_rows(cells: Sequence[dict[str, Any]]) -> list[list[str]]:
-    """Rows of GATE_HEADERS from cell records (cell_record, or comparison.json's `cells`)."""
-    return [
-        [f"{g['retriever']}@{g['k']}", g["metric"] or "—", cell_text(g["base"], 4), cell_text(g["cand"], 4),
-         _signed(g["delta"]), _interval(g["ci_low"], g["ci_high"]), p_text(g["p_value"]), p_text(g["p_adjusted"]),
-         str(g["regressions"]), g["result"] + (f": {g['reasons']}" if g["result"] == UNDEFINED else "")]
-        for g in cells
-    ]
-
-
-def delta_rows(deltas: Sequence[dict[str, Any]]) -> list[list[str]]:
-    """Rows of DELTA_HEADERS from MetricDelta records (comparison.json's `deltas`)."""
-    return [
-        [d["retriever"], str(d["k"]), d["metric"], cell_text(d["base"], 4), cell_text(d["cand"], 4),
-         _signed(d["delta"]), _interval(d["ci_low"], d["ci_high"]), str(d["n_pairs"]), p_text(d["p_value"])]
-        for d in deltas
-    ]
-
-
-def flip_rows(flips: Sequence[Flip], top: int) -> list[list[str]]:
-    return [
-        [f"{f.retriever}@{f.k}", f.metric, f.query_id, f"{f.base:.3f} -> {f.cand:.3f}",
-         (f.question or "").replace("\n", " ")]
-        for f in flips[:top]
-    ]
-
-
-def gate_settings_line(g: dict[str, Any]) -> str:
-    return (
-        f"Gate: metric={g['metric']} (retrieval fallback {g['retrieval_metric']}), min_delta={g['min_delta']}, "
-        f"max_regressions={g['max_regressions']}, alpha={g['alpha']}, correction={g['correction']}, "
-        f"significant_only={g['significant_only']}, max_error_rate={g['max_error_rate']}"
-    )
-
-
-def format_comparison(c: Comparison, top: int = TOP) -> str:
-    """The comparison as terminal text, the verdict first."""
-    lines = [verdict_line(c)]
-    if c.incompatible:
-        lines += ["", "Incompatible runs:"] + [f"  - {m}" for m in c.incompatible]
-    if c.warnings:
-        lines += ["", "Warnings:"] + [f"  - {w}" for w in c.warnings]
-    lines += ["", gate_settings_line(c.gate.model_dump())]
-    lines += _text_table(GATE_HEADERS, gate_rows([cell_record(x) for x in c.cells])) if c.cells else ["  no cell to gate"]
-    for cell in c.cells:
-        lines += [f"  - {reason}" for reason in cell.reasons if cell.result == WORSE]
-    for title, flips in (("regressions", c.regressions), ("improvements", c.improvements)):
-        lines += ["", f"Top {title} ({len(flips)} in all, on each cell's gate metric):"]
-        lines += _text_table(FLIP_HEADERS, flip_rows(flips, top)) if flips else ["  none"]
-    lines += ["", f"Configuration differences ({len(c.config_changes)}):"]
-    lines += [f"  {ch.key}: {_value(ch.base)} -> {_value(ch.cand)}" for ch in c.config_changes] or ["  none"]
-    lines += ["", "Metric deltas (slice all; paired over the questions both runs scored):"]
-    lines += _text_table(DELTA_HEADERS, delta_rows([asdict(d) for d in c.deltas]))
-    return "\n".join(lines) + "\n"
-
-
-def comparison_markdown(c: Comparison, top: int = TOP, *, max_rows: int | None = None, where: str = "") -> str:
-    """The comparison as Markdown, the verdict and the gate table first. With `max_rows`, the long tables (metric
-    deltas, configuration differences) stop there with a line saying how many rows are left in `where`."""
-    parts = [f"**{verdict_line(c)}**"]
-    if c.incompatible:
-        parts.append("Incompatible runs:\n\n" + "\n".join(f"- {m}" for m in c.incompatible))
-    if c.warnings:
-        parts.append("Warnings:\n\n" + "\n".join(f"- {w}" for w in c.warnings))
-    parts += ["### Gate", gate_settings_line(c.gate.model_dump()),
-              markdown_table(GATE_HEADERS, gate_rows([cell_record(x) for x in c.cells])) if c.cells else "none"]
-    for title, flips in (("regressions", c.regressions), ("improvements", c.improvements)):
-        parts.append(f"### Top {title} ({len(flips)} in all)")
-        parts.append(markdown_table(FLIP_HEADERS, flip_rows(flips, top)) if flips else "none")
-    changes = [[ch.key, _value(ch.base), _value(ch.cand)] for ch in c.config_changes]
-    parts.append(f"### Configuration differences ({len(changes)})")
-    parts.append(capped_table(["key", "base", "candidate"], changes, max_rows, where) if changes else "none")
-    parts += ["### Metric deltas", capped_table(DELTA_HEADERS, delta_rows([asdict(d) for d in c.deltas]), max_rows, where) if c.deltas else "none"]
-    return "\n\n".join(parts) + "\n"
-
-
-def _text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """Columns padded to their widest cell, except the last (question text, result), so that no line ends in
-    padding."""
-    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h)) for i, h in enumerate(headers)]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  " + "  ".join(str(v).ljust(w) for v, w in zip(cells[:-1], widths[:-1])) + "  " + str(cells[-1])
-
-    return [line(headers)] + [line(r) for r in rows]

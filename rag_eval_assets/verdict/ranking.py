@@ -9,15 +9,20 @@ import numpy as np
 import pandas as pd
 
 from rag_eval_assets.metrics.stats import bootstrap_ci
-from rag_eval_assets.runs.gate import (
-    GateSettings,
+from rag_eval_assets.runs.store import Run
+from rag_eval_assets.verdict.gate import (
     adjust_p_values,
     choose_metric,
+    joint_adjusted,
     per_question_name,
     weighted_terms,
 )
-from rag_eval_assets.runs.significance import paired_test
-from rag_eval_assets.runs.store import Run
+from rag_eval_assets.verdict.paired import paired_test
+from rag_eval_assets.verdict.settings import GateSettings
+from rag_eval_assets.verdict.text import interval_text, signed
+
+# Means computed over the same questions in another order differ in the last bits: closer than this is a tie.
+TIE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -41,17 +46,28 @@ class KRanking:
     p_adjusted: float | None  # corrected across the k values, as the gate corrects across cells
     significant: bool
 
+    @property
+    def tied(self) -> tuple[str, ...]:
+        """The retrievers that share the leader's value (two or more: a tie), in name order."""
+        best = self.retrievers[0].value
+        names = tuple(r.retriever for r in self.retrievers if abs(r.value - best) <= TIE)
+        return names if len(names) > 1 else ()
+
     def sentence(self) -> str:
-        """e.g. "k=10: hybrid leads, ndcg@k 0.716 vs bm25 0.677, +0.039 [+0.021, +0.058], p < 0.001"; the corrected
-        p-value, which decides "leads", follows as p_adj when the correction changed it."""
+        """e.g. "k=10: hybrid leads, ndcg@k 0.716 vs bm25 0.677, +0.039 [+0.021, +0.058], p < 0.001", or "k=10:
+        dense and hybrid tie at 0.750 (ndcg@k)"; the corrected p-value, which decides "leads", follows as p_adj when
+        the correction changed it."""
         leader = self.retrievers[0]
         if len(self.retrievers) == 1:
             return f"k={self.k}: {leader.retriever} alone, {self.metric} {leader.value:.3f}"
+        if self.tied:
+            names = ", ".join(self.tied[:-1]) + f" and {self.tied[-1]}"
+            return f"k={self.k}: {names} tie at {leader.value:.3f} ({self.metric})"
         runner = self.retrievers[1]
         verdict = "leads" if self.significant else "leads, not significantly"
         return (
             f"k={self.k}: {leader.retriever} {verdict}, {self.metric} {leader.value:.3f} vs {runner.retriever} "
-            f"{runner.value:.3f}, {self.margin:+.3f} [{self.ci_low:+.3f}, {self.ci_high:+.3f}], "
+            f"{runner.value:.3f}, {signed(self.margin, 3)} {interval_text(self.ci_low, self.ci_high, 3)}, "
             f"p {_p(self.p_value)}" + (f", p_adj {_p(self.p_adjusted)}" if self.p_adjusted != self.p_value else "")
         )
 
@@ -61,7 +77,7 @@ def rank_retrievers(run: Run, gate: GateSettings = GateSettings(), *, n_perm: in
     per_query = run.per_query_frame()
     per_query = per_query[per_query["value"].notna()]
     weights = {row["query_id"]: float(row.get("weight") or 1.0) for row in run.results}
-    rankings = []
+    rankings, margins = [], []
     for k, at_k in per_query.groupby("k", sort=True):
         retrievers = sorted(at_k["retriever"].unique())
         shared = set.intersection(*(set(g["metric"]) for _, g in at_k.groupby("retriever")))
@@ -72,19 +88,36 @@ def rank_retrievers(run: Run, gate: GateSettings = GateSettings(), *, n_perm: in
         wide = rows.pivot(index="query_id", columns="retriever", values="value")
         ranked = sorted((_summary(r, wide[r].dropna(), weights) for r in retrievers), key=lambda s: (-s.value, s.retriever))
         margin = ci_low = ci_high = p_value = None
+        diffs = pd.Series(dtype=float)
         if len(ranked) > 1:
             pair = wide[[ranked[0].retriever, ranked[1].retriever]].dropna()
             w = np.array([weights.get(q, 1.0) for q in pair.index])
             diffs = weighted_terms(pair.iloc[:, 0].to_numpy() - pair.iloc[:, 1].to_numpy(), w)
-            test = paired_test(np.zeros(len(diffs)), diffs, n_perm=n_perm)
+            test = paired_test(np.zeros(len(diffs)), diffs, n_perm=n_perm, alpha=gate.alpha)
             margin, ci_low, ci_high, p_value = test.delta, test.ci_low, test.ci_high, test.p_value
+            diffs = pd.Series(diffs, index=pair.index)
         rankings.append(KRanking(int(k), metric, tuple(ranked), margin, ci_low, ci_high, p_value, None, False))
-    adjusted = adjust_p_values([r.p_value for r in rankings], gate.correction)
+        margins.append(diffs)
+    adjusted = _adjusted(rankings, margins, gate, n_perm=n_perm)
     return [
         KRanking(r.k, r.metric, r.retrievers, r.margin, r.ci_low, r.ci_high, r.p_value, p,
                  p is not None and p < gate.alpha)
         for r, p in zip(rankings, adjusted)
     ]
+
+
+def _adjusted(rankings: list[KRanking], margins: list[pd.Series], gate: GateSettings, *,
+              n_perm: int) -> list[float | None]:
+    """The leaders' p-values corrected across the k values, as the gate corrects across cells."""
+    if gate.correction != "joint":
+        return adjust_p_values([r.p_value for r in rankings], gate.correction)
+    tested = [i for i, r in enumerate(rankings) if r.p_value is not None]
+    adjusted: list[float | None] = [None] * len(rankings)
+    if tested:
+        matrix = pd.concat([margins[i] for i in tested], axis=1).to_numpy(dtype=float)
+        for i, p in zip(tested, joint_adjusted(matrix, [rankings[i].p_value for i in tested], n_perm=n_perm, seed=0)):
+            adjusted[i] = p
+    return adjusted
 
 
 def ranking_frame(rankings: list[KRanking]) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""The quality gate's settings, and which metric judges each (retriever, k) cell of a run.
+"""Which metric judges each (retriever, k) cell of a run, and the correction of the cells' p-values.
 
 A cell is judged on a metric that means something for it. With `metric: auto` that is, in this order, the first
 that has a value for some question of the cell: seed 000's weighted_score (only questions with seed 000 rules have
@@ -7,37 +7,20 @@ one), the judge's correctness, seed 003's json_v2_score, and otherwise the cell'
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Annotated, Any, Literal, get_args
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
-from pydantic import StrictBool, StrictFloat, StrictInt, StrictStr
 
-from rag_eval_assets.settings_base import Section, at_least, between
+from rag_eval_assets.verdict.joint import max_t_adjusted
+from rag_eval_assets.verdict.settings import AUTO, GateSettings
 
-AUTO = "auto"
 WEIGHTED_SCORE = "weighted_score"
 # The run-level score is a weighted mean of a per-question value stored under another name.
 PER_QUESTION_NAME = {WEIGHTED_SCORE: "question_score"}
 AUTO_ANSWER_METRICS = (WEIGHTED_SCORE, "correctness", "json_v2_score")
-Correction = Literal["holm", "bonferroni", "none"]
-CORRECTIONS: tuple[str, ...] = get_args(Correction)
 # A question "succeeds" on a metric when its value reaches half the metric's scale (0-1 unless listed here).
 METRIC_SCALE = {"correctness": 5.0, "groundedness": 5.0, "json_v2_score": 100.0}
-
-
-class GateSettings(Section):
-    """Every knob of the gate (rag_eval.yaml's report.gate); recorded in each comparison."""
-
-    metric: StrictStr = AUTO  # or any metric name of the runs: ndcg@k, hit@k, weighted_score, correctness, ...
-    retrieval_metric: StrictStr = "ndcg@k"  # what `auto` judges a cell on when it has no answer metric
-    min_delta: StrictFloat = 0.0  # a cell fails when its delta is below this ...
-    max_regressions: Annotated[StrictInt, at_least(0)] | None = None  # ... or when more questions flip to failure
-    alpha: Annotated[StrictFloat, between(0, 1, open=True)] = 0.05
-    correction: Correction = "holm"  # across the cells the gate judges
-    significant_only: StrictBool = True  # failures count only where the cell's paired test is significant
-    # a metric whose calls failed more often than this (in either run) is not compared
-    max_error_rate: Annotated[StrictFloat, between(0, 1)] = 0.05
 
 
 def per_question_name(metric: str) -> str:
@@ -62,30 +45,44 @@ def choose_metric(available: Iterable[str], gate: GateSettings) -> str | None:
     return None
 
 
-def adjust_p_values(p_values: Iterable[float | None], method: str) -> list[float | None]:
-    """p-values corrected for testing several cells at once; None stays None and is not counted as a test.
+def _holm(p: np.ndarray) -> np.ndarray:
+    """Step-down: p_(i) * (m - i + 1) made monotone (Holm 1979)."""
+    m = len(p)
+    order = np.argsort(p, kind="stable")
+    adjusted = np.empty(m)
+    adjusted[order] = np.maximum.accumulate(p[order] * (m - np.arange(m)))
+    return adjusted
 
-    holm: step-down, p_(i) * (m - i + 1) made monotone (Holm 1979); bonferroni: p * m; none: unchanged.
-    """
+
+# Corrections of marginal p-values; `joint` needs the differences themselves (joint_adjusted).
+MARGINAL: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "holm": _holm,
+    "bonferroni": lambda p: p * len(p),
+    "none": lambda p: p,
+}
+
+
+def adjust_p_values(p_values: Iterable[float | None], method: str) -> list[float | None]:
+    """Marginal p-values corrected for testing several cells at once (holm, bonferroni, none); None stays None and
+    is not counted as a test."""
+    if method not in MARGINAL:
+        raise ValueError(f"correction must be one of {tuple(MARGINAL)} for marginal p-values, got {method!r}")
     values = list(p_values)
-    if method not in CORRECTIONS:
-        raise ValueError(f"correction must be one of {CORRECTIONS}, got {method!r}")
     tested = [i for i, p in enumerate(values) if p is not None]
-    m = len(tested)
     out: list[float | None] = list(values)
-    if method == "none" or m == 0:
-        return out
-    p = np.array([values[i] for i in tested], dtype=float)
-    if method == "bonferroni":
-        adjusted = np.minimum(p * m, 1.0)
-    else:
-        order = np.argsort(p, kind="stable")
-        stepped = np.maximum.accumulate(p[order] * (m - np.arange(m)))
-        adjusted = np.empty(m)
-        adjusted[order] = np.minimum(stepped, 1.0)
-    for i, value in zip(tested, adjusted):
-        out[i] = float(value)
+    if tested:
+        adjusted = np.minimum(MARGINAL[method](np.array([values[i] for i in tested], dtype=float)), 1.0)
+        for i, value in zip(tested, adjusted):
+            out[i] = float(value)
     return out
+
+
+def joint_adjusted(diffs: np.ndarray, p_values: Iterable[float], *, n_perm: int, seed: int) -> list[float]:
+    """Step-down max-T adjusted p-values of the columns of an (questions x cells) matrix of differences (NaN where a
+    question has no pair in a cell), never below the cell's own p-value (a drawn set of patterns can land either
+    side of it)."""
+    adjusted, _ = max_t_adjusted(diffs, n_perm=n_perm, seed=seed)
+    return [float(max(a, p)) for a, p in zip(adjusted, p_values)]
 
 
 def weighted_terms(values: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -11,18 +11,12 @@ import pandas as pd
 import pytest
 
 from rag_eval_assets.metrics.aggregate import aggregate_metrics
-from rag_eval_assets.runs.compare import (
-    BETTER,
-    INCOMPATIBLE,
-    NO_CHANGE,
-    UNDEFINED,
-    WORSE,
-    compare_runs,
-    comparison_markdown,
-    format_comparison,
-)
-from rag_eval_assets.runs.gate import GateSettings, adjust_p_values
-from rag_eval_assets.runs.store import Run, metrics_document, read_run, run_config, write_run
+from rag_eval_assets.reports.comparison import comparison_markdown, format_comparison
+from rag_eval_assets.reports.run_directory import write_run
+from rag_eval_assets.runs.store import Run, metrics_document, read_run, run_config
+from rag_eval_assets.verdict.compare import BETTER, INCOMPATIBLE, NO_CHANGE, UNDEFINED, WORSE, compare_runs
+from rag_eval_assets.verdict.gate import adjust_p_values
+from rag_eval_assets.verdict.settings import GateSettings
 from rag_eval_assets.runs.versions import VersionTuple
 
 N = 60
@@ -113,10 +107,13 @@ def test_noise_passes_and_a_real_drop_is_worse(tmp_path: Path, base: Run) -> Non
     assert c.regressions == () and c.all_regressions == 3
     # Asked to count every change, the same drop fails.
     strict = compare_runs(base, three_lost, GateSettings(max_regressions=0, significant_only=False))
-    # Two cells, Holm: the smaller p-value doubled.
-    assert strict.cells[0].p_adjusted == pytest.approx(2 * strict.cells[0].p_value)
+    # The joint correction: dense did not move, so bm25 pays nothing for it.
+    assert strict.cells[0].p_adjusted == strict.cells[0].p_value
+    # Two cells, Holm: the smaller p-value doubled, though dense could never have been significant.
+    holm = compare_runs(base, three_lost, GateSettings(max_regressions=0, significant_only=False, correction="holm"))
+    assert holm.cells[0].p_adjusted == pytest.approx(2 * holm.cells[0].p_value)
     assert strict.verdict == WORSE and strict.failures == [
-        "bm25@5: ndcg@k delta -0.0500 [-0.1167, +0.0000] is below min_delta 0.0 "
+        "bm25@5: ndcg@k delta -0.0500 [-0.1071, +0.0000] is below min_delta 0.0 "
         f"(p_adj {strict.cells[0].p_adjusted:.3f})",
         "bm25@5: 3 regressions exceed max_regressions 0",
     ]
@@ -155,12 +152,15 @@ def test_holm_and_bonferroni_by_hand() -> None:
 def test_the_correction_spans_the_judged_cells(tmp_path: Path) -> None:
     cells = [("bm25", k) for k in (1, 3, 5, 10)]
     base = crafted_run(tmp_path, "base", {cell: hits(BASE) for cell in cells})
-    # Each cell loses the same 6 questions: p ~ 2/64 alone, ~ 4 x 2/64 = 0.125 once corrected over four cells.
+    # Each cell loses the same 6 questions: p = 2/64 alone, 4 x 2/64 = 0.125 once Holm corrects over four cells.
     cand = crafted_run(tmp_path, "cand", {cell: hits(BASE - set(range(6))) for cell in cells})
-    corrected = compare_runs(base, cand)
+    corrected = compare_runs(base, cand, GateSettings(correction="holm"))
     assert all(g.p_value < 0.05 and g.p_adjusted > 0.1 and g.result == NO_CHANGE for g in corrected.cells)
     assert corrected.verdict == NO_CHANGE
     assert compare_runs(base, cand, GateSettings(correction="none")).verdict == WORSE
+    # The joint correction flips each question in every cell at once: four identical cells are one test.
+    joint = compare_runs(base, cand)
+    assert [g.p_adjusted for g in joint.cells] == [2 / 64] * 4 and joint.verdict == WORSE
 
 
 def test_the_auto_gate_metric_is_one_that_means_something_for_the_cell(tmp_path: Path) -> None:
@@ -291,8 +291,8 @@ def test_comparison_json_and_markdown(tmp_path: Path, base: Run) -> None:
     assert (document["verdict"], document["exit_code"], document["base_run_id"], document["cand_run_id"]) == (
         WORSE, 1, "base", "many")
     assert document["gate"] == {"metric": "auto", "retrieval_metric": "ndcg@k", "min_delta": 0.0,
-                                "max_regressions": 2, "alpha": 0.05, "correction": "holm", "significant_only": True,
-                                "max_error_rate": 0.05}
+                                "max_regressions": 2, "alpha": 0.05, "correction": "joint", "significant_only": True,
+                                "max_error_rate": 0.05, "retrievers": None}
     bm25 = document["cells"][0]
     assert set(bm25) >= {"retriever", "k", "metric", "base", "cand", "delta", "ci_low", "ci_high", "p_value",
                          "p_adjusted", "significant", "regressions", "result"}
@@ -321,7 +321,7 @@ def test_write_run_records_the_comparison_with_its_baseline(tmp_path: Path, base
 
 
 def test_the_ranking_sentence_shows_the_corrected_p_value_beside_the_raw_one() -> None:
-    from rag_eval_assets.runs.ranking import KRanking, RankedRetriever
+    from rag_eval_assets.verdict.ranking import KRanking, RankedRetriever
 
     a, b = RankedRetriever("hybrid", 0.716, 0.69, 0.74, 300), RankedRetriever("bm25", 0.677, 0.65, 0.70, 300)
     corrected = KRanking(10, "ndcg@k", (a, b), 0.039, 0.021, 0.058, 0.012, 0.048, True)

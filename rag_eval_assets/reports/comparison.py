@@ -1,0 +1,142 @@
+"""Comparisons as text: the verdict line, the terminal report, Markdown, and the rows they share."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from rag_eval_assets.reports.markdown import capped_table, cell_text, markdown_table
+from rag_eval_assets.verdict.compare import (
+    INCOMPATIBLE,
+    TOP,
+    UNDEFINED,
+    WORSE,
+    Comparison,
+    Flip,
+    GateCell,
+    cell_record,
+)
+from rag_eval_assets.verdict.text import interval_text, p_text, signed
+
+
+def verdict_line(c: Comparison) -> str:
+    """The first line a person reads: the verdict, what it rests on, the exit code."""
+    head = f"Verdict: {c.verdict.upper()} (exit {c.exit_code}): candidate {c.cand_id} against base {c.base_id}"
+    if c.verdict == INCOMPATIBLE:
+        return f"{head}; {c.incompatible[0]}"
+    deciding = c.deciding_cells
+    if not deciding:
+        judged = [cell for cell in c.cells if cell.result != UNDEFINED]
+        return f"{head}; no cell of {len(judged)} changed significantly (alpha {c.gate.alpha}, {c.gate.correction})"
+    return f"{head}; decided by " + ", ".join(_cell_summary(cell) for cell in deciding)
+
+
+def recorded_verdict(comparison: dict[str, Any]) -> str:
+    """One line from a comparison.json record: "worse against run X (exit 1; decided by bm25@5, bm25@10)"."""
+    deciding = ", ".join(comparison["deciding_cells"]) or "none"
+    return (f"{comparison['verdict']} against run {comparison['base_run_id']} "
+            f"(exit {comparison['exit_code']}; decided by {deciding})")
+
+
+def _cell_summary(c: GateCell) -> str:
+    return (f"{c.retriever}@{c.k} {c.metric} {c.base:.3f} -> {c.cand:.3f} ({signed(c.delta, 3)} "
+            f"{interval_text(c.ci_low, c.ci_high, 3)}, p_adj {p_text(c.p_adjusted)})")
+
+
+def _value(value: Any) -> str:
+    return "<absent>" if value is None else value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+GATE_HEADERS = ["cell", "metric", "base", "cand", "delta", "95% CI", "p", "p_adj", "regressions", "result"]
+DELTA_HEADERS = ["retriever", "k", "metric", "base", "cand", "delta", "95% CI", "pairs", "p"]
+FLIP_HEADERS = ["cell", "metric", "query_id", "change", "question"]
+
+
+def gate_rows(cells: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """Rows of GATE_HEADERS from cell records (cell_record, or comparison.json's `cells`)."""
+    return [
+        [f"{g['retriever']}@{g['k']}", g["metric"] or "—", cell_text(g["base"], 4), cell_text(g["cand"], 4),
+         signed(g["delta"]), interval_text(g["ci_low"], g["ci_high"], tested=g["p_value"] is not None), p_text(g["p_value"]), p_text(g["p_adjusted"]),
+         str(g["regressions"]), g["result"] + (f": {g['reasons']}" if g["result"] == UNDEFINED else "")]
+        for g in cells
+    ]
+
+
+def delta_rows(deltas: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """Rows of DELTA_HEADERS from MetricDelta records (comparison.json's `deltas`)."""
+    return [
+        [d["retriever"], str(d["k"]), d["metric"], cell_text(d["base"], 4), cell_text(d["cand"], 4),
+         signed(d["delta"]), interval_text(d["ci_low"], d["ci_high"], tested=d["p_value"] is not None), str(d["n_pairs"]), p_text(d["p_value"])]
+        for d in deltas
+    ]
+
+
+def flip_rows(flips: Sequence[Flip], top: int) -> list[list[str]]:
+    return [
+        [f"{f.retriever}@{f.k}", f.metric, f.query_id, f"{f.base:.3f} -> {f.cand:.3f}",
+         (f.question or "").replace("\n", " ")]
+        for f in flips[:top]
+    ]
+
+
+def gate_settings_line(g: dict[str, Any]) -> str:
+    return (
+        f"Gate: metric={g['metric']} (retrieval fallback {g['retrieval_metric']}), min_delta={g['min_delta']}, "
+        f"max_regressions={g['max_regressions']}, alpha={g['alpha']}, correction={g['correction']}, "
+        f"significant_only={g['significant_only']}, max_error_rate={g['max_error_rate']}, "
+        f"retrievers={', '.join(g['retrievers']) if g.get('retrievers') else 'all'}"
+    )
+
+
+def format_comparison(c: Comparison, top: int = TOP) -> str:
+    """The comparison as terminal text, the verdict first."""
+    lines = [verdict_line(c)]
+    if c.incompatible:
+        lines += ["", "Incompatible runs:"] + [f"  - {m}" for m in c.incompatible]
+    if c.warnings:
+        lines += ["", "Warnings:"] + [f"  - {w}" for w in c.warnings]
+    lines += ["", gate_settings_line(c.gate.model_dump())]
+    lines += _text_table(GATE_HEADERS, gate_rows([cell_record(x) for x in c.cells])) if c.cells else ["  no cell to gate"]
+    for cell in c.cells:
+        lines += [f"  - {reason}" for reason in cell.reasons if cell.result == WORSE]
+    for title, flips in (("regressions", c.regressions), ("improvements", c.improvements)):
+        lines += ["", f"Top {title} ({len(flips)} in all, on each cell's gate metric):"]
+        lines += _text_table(FLIP_HEADERS, flip_rows(flips, top)) if flips else ["  none"]
+    lines += ["", f"Configuration differences ({len(c.config_changes)}):"]
+    lines += [f"  {ch.key}: {_value(ch.base)} -> {_value(ch.cand)}" for ch in c.config_changes] or ["  none"]
+    lines += ["", "Metric deltas (slice all; paired over the questions both runs scored):"]
+    lines += _text_table(DELTA_HEADERS, delta_rows([asdict(d) for d in c.deltas]))
+    return "\n".join(lines) + "\n"
+
+
+def comparison_markdown(c: Comparison, top: int = TOP, *, max_rows: int | None = None, where: str = "") -> str:
+    """The comparison as Markdown, the verdict and the gate table first. With `max_rows`, the long tables (metric
+    deltas, configuration differences) stop there with a line saying how many rows are left in `where`."""
+    parts = [f"**{verdict_line(c)}**"]
+    if c.incompatible:
+        parts.append("Incompatible runs:\n\n" + "\n".join(f"- {m}" for m in c.incompatible))
+    if c.warnings:
+        parts.append("Warnings:\n\n" + "\n".join(f"- {w}" for w in c.warnings))
+    parts += ["### Gate", gate_settings_line(c.gate.model_dump()),
+              markdown_table(GATE_HEADERS, gate_rows([cell_record(x) for x in c.cells])) if c.cells else "none"]
+    for title, flips in (("regressions", c.regressions), ("improvements", c.improvements)):
+        parts.append(f"### Top {title} ({len(flips)} in all)")
+        parts.append(markdown_table(FLIP_HEADERS, flip_rows(flips, top)) if flips else "none")
+    changes = [[ch.key, _value(ch.base), _value(ch.cand)] for ch in c.config_changes]
+    parts.append(f"### Configuration differences ({len(changes)})")
+    parts.append(capped_table(["key", "base", "candidate"], changes, max_rows, where) if changes else "none")
+    parts += ["### Metric deltas", capped_table(DELTA_HEADERS, delta_rows([asdict(d) for d in c.deltas]), max_rows, where) if c.deltas else "none"]
+    return "\n\n".join(parts) + "\n"
+
+
+def _text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Columns padded to their widest cell, except the last (question text, result), so that no line ends in
+    padding."""
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h)) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  " + "  ".join(str(v).ljust(w) for v, w in zip(cells[:-1], widths[:-1])) + "  " + str(cells[-1])
+
+    return [line(headers)] + [line(r) for r in rows]

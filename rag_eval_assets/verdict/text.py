@@ -1,0 +1,25 @@
+"""How the verdict writes its numbers: in the reasons it records, and in every report that shows them."""
+
+from __future__ import annotations
+
+import math
+
+
+def p_text(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def signed(value: float | None, digits: int = 4) -> str:
+    # +0.0 turns a -0.0 left by rounding into +0.0000.
+    return "—" if value is None else f"{round(value, digits) + 0.0:+.{digits}f}"
+
+
+def interval_text(low: float | None, high: float | None, digits: int = 4, *, tested: bool = True) -> str:
+    """[low, high]; a bound the test could not set (infinite, stored as null) is -inf / +inf; "—" when untested."""
+    if not tested:
+        return "—"
+    def bound(value: float | None, infinite: str) -> str:
+        return infinite if value is None or math.isinf(value) else signed(value, digits)
+    return f"[{bound(low, '-inf')}, {bound(high, '+inf')}]"
