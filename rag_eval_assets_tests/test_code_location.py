@@ -52,7 +52,7 @@ def test_dg_cli_lists_the_assets(tmp_path):
         "run_comparison:invariants_match",
         "run_comparison:quality_gate",
         "answer_metrics_per_query:json_v2_dev_gate",
-        "evaluation_run:llm_health",
+        "evaluation_run:call_health",
     }
     assert {j["name"] for j in listed["jobs"]} >= {"inputs_job", "retrieval_grid_job", "answer_grid_job", "metrics_job"}
 

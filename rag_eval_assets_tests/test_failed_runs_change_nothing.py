@@ -114,7 +114,7 @@ def _readers_view(config: Path) -> dict[str, pd.DataFrame]:
 
 
 @pytest.mark.parametrize("storage", ["local", "url"])
-def test_a_run_failing_its_llm_health_check_leaves_the_last_good_run_current(tmp_path, storage, monkeypatch, capsys):
+def test_a_run_failing_its_call_health_check_leaves_the_last_good_run_current(tmp_path, storage, monkeypatch, capsys):
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     (tmp_path / "home").mkdir()
     good = _config(tmp_path, storage)
@@ -129,7 +129,9 @@ def test_a_run_failing_its_llm_health_check_leaves_the_last_good_run_current(tmp
             f"llm: {{base_url: '{server.base_url}', model: m, max_error_rate: 0, "
             "retry: {max_attempts: 1, base_delay: 0.0, max_delay: 0.0}}\n"))
         assert main(["--config", str(failing), "run"]) == 1
-    assert "check evaluation_run:llm_health failed:" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "check evaluation_run:call_health failed:" in err
+    assert f"calls to the answerer LLM at {server.base_url} failed" in err
 
     store = TableStore(settings.assets_dir)
     assert store.current() == current  # the pointer did not move

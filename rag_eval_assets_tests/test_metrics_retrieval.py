@@ -116,6 +116,40 @@ def test_unlabelled_question_has_no_defined_metric() -> None:
     assert per_query["value"].isna().all()
 
 
+def test_scored_on_labels_decide_the_questions_a_gold_never_returned_is_a_miss() -> None:
+    """A service judged on the gold resolved among its own chunks is scored on the questions the corpus labels."""
+    corpus_gold = gold_frame([("q1", "a.1", 1, 0, "gold_supports"), ("q2", "b.1", 1, 0, "gold_supports")])
+    # Its ids are its own: q1's gold resolved to the chunk it returned at rank 2, q2's to nothing it returned, and
+    # r (unlabelled in our corpus) resolved to one of its chunks.
+    own_gold = gold_frame([("q1", "s.2", 1, 0, "gold_supports"), ("r", "s.9", 1, 0, "gold_supports")])
+    results = results_frame({"q1": ["s.1", "s.2"], "q2": ["s.3"], "r": ["s.9"]}, retriever="http")
+    questions = questions_frame({"query_id": "q1"}, {"query_id": "q2"}, {"query_id": "r"},
+                                {"query_id": "n", "is_negative": True})
+    per_query = retrieval_metrics(results, own_gold, questions, ks=(1, 5), scored_on=corpus_gold)
+    q1 = values(per_query, "q1", 5, "http")
+    assert (q1["hit@k"], q1["mrr@k"], q1["recall@k"]) == (1.0, 0.5, 1.0)
+    assert q1["ndcg@k"] == pytest.approx(1 / math.log2(3))
+    for k in (1, 5):
+        q2 = values(per_query, "q2", k, "http")
+        assert {name: q2[name] for name in METRICS[:9]} == dict.fromkeys(METRICS[:9], 0.0), k
+        assert math.isnan(q2["false_positive@k"])
+        assert all(math.isnan(v) for v in values(per_query, "r", k, "http").values())
+    assert values(per_query, "n", 5, "http")["hit@k"] == 0.0
+    # Without scored_on the question it never returned gold for is left out and r is scored: the kinder view.
+    alone = retrieval_metrics(results, own_gold, questions, ks=(5,))
+    assert math.isnan(values(alone, "q2", 5, "http")["hit@k"]) and values(alone, "r", 5, "http")["hit@k"] == 1.0
+
+
+def test_named_retrievers_are_scored_even_with_no_result_row() -> None:
+    """A service whose every call failed retrieved nothing: it scores 0 on each labelled question, not vanishes."""
+    gold = gold_frame([("q", "a.1", 1, -1, "gold_chunk_ids")])
+    per_query = retrieval_metrics(results_frame({}, retriever="http"), gold, questions_frame({"query_id": "q"}),
+                                  ks=(3,), retrievers=["http"])
+    assert values(per_query, "q", 3, "http")["hit@k"] == 0.0
+    assert values(per_query, "q", 3, "http")["ndcg@k"] == 0.0
+    assert set(per_query["retriever"]) == {"http"}
+
+
 def test_negative_questions_score_zero_hits_and_a_false_positive_for_labelled_items() -> None:
     gold = gold_frame(
         [

@@ -38,7 +38,7 @@ def test_llm_answers_judgments_and_generated_queries(tmp_path, server_url, monke
         "answering: {answerer: llm, k_values: [3]}\n"
         "query_generation: {n_chunks: 1, seed: 0}\n"
         # SmolLM2-135M proves the plumbing, not judgement: its structured replies often fail their schema, so this
-        # run accepts any error rate (test_llm_outages.py shows llm_health failing a run).
+        # run accepts any error rate (test_llm_outages.py shows call_health failing a run).
         f"llm: {{base_url: '{server_url}', model: {SMOLLM2_ALIAS}, api_key_env: RAG_EVAL_TEST_KEY, max_tokens: 64, "
         "max_error_rate: 1.0}\n",
         evalset=evalset,

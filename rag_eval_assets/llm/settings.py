@@ -47,7 +47,7 @@ class LLMSettings(Section):
     connect_timeout: Annotated[StrictFloat, above(0)] = 5.0
     read_timeout: Annotated[StrictFloat, above(0)] = 120.0
     max_concurrency: Annotated[StrictInt, at_least(1)] = 2
-    # a larger share of failed calls per cell fails the blocking llm_health check
+    # a larger share of failed calls per cell fails the blocking call_health check
     max_error_rate: Annotated[StrictFloat, between(0, 1)] = 0.05
     schema_mode: SchemaMode = "json_object_schema"
     # model -> (prompt, completion) USD per 1,000 tokens

@@ -2,7 +2,7 @@
 
 An outage must be visible: a metric whose every call failed has no value, and says so ("not computed: 14 of 14
 calls failed (first error)") instead of silently disappearing; a cell whose calls failed more often than
-`llm.max_error_rate` fails the blocking `llm_health` check, and the gate does not compare that metric there.
+`llm.max_error_rate` fails the blocking `call_health` check, and the gate does not compare that metric there.
 
 One row per (retriever, k, stage, metric):
 - stage `answer`, metric `answer`: answers (calls), answer errors, abstentions;
@@ -39,7 +39,8 @@ def call_health(answers: Iterable[pd.DataFrame], judged: Iterable[pd.DataFrame],
             rows.append(_row(retriever, k, "judge", judge, g.loc[g["error"].map(was_a_call), "error"],
                              abstained=int((g["error"] == NOT_JUDGED_ABSTAINED).sum())))
     ragas = per_query[per_query["metric"].isin(RAGAS_METRICS)]
-    ragas = ragas[ragas["error"].map(was_a_call)]
+    # A mask, even of no rows (a service-only run has no ragas row): an empty object Series would select columns.
+    ragas = ragas[ragas["error"].map(was_a_call).astype(bool)]
     for (retriever, k, metric), g in ragas.groupby(["retriever", "k", "metric"], sort=True):
         rows.append(_row(retriever, k, "ragas", metric, g["error"]))
     return pd.DataFrame(rows, columns=list(CALL_HEALTH_COLUMNS)).astype(

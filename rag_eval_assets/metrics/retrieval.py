@@ -55,9 +55,16 @@ def retrieval_metrics(
     level: str = "chunk",
     folder_filter: Mapping[str, Sequence[str]] | None = None,
     chunks: pd.DataFrame | None = None,
+    scored_on: pd.DataFrame | None = None,
+    retrievers: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Long table (query_id, retriever, k, metric, value): every metric of METRICS for every question of `questions`,
-    every retriever in `results` and every k, NaN where the metric is undefined for that question.
+    every retriever of `retrievers` (default: those in `results`) and every k, NaN where the metric is undefined for
+    that question.
+
+    `scored_on` (gold rows, default `gold`) decides which metrics each question is scored on, `gold` which retrieved
+    items are relevant. A service under test is judged on the gold resolved against the chunks it returned but scored
+    on the questions the corpus gold labels: a question whose gold it never returned is a miss (0), never left out.
 
     `scope_miss` rows are added (repeated for each k) when `folder_filter` maps query ids to the folders searched;
     `chunks` (chunk_id, rel_path) then resolves gold chunk ids to paths. Result and gold rows of query ids absent from
@@ -67,12 +74,14 @@ def retrieval_metrics(
         raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
     cuts = _check_ks(ks)
     problems = _check_inputs(results, gold, questions, folder_filter, chunks)
+    if scored_on is not None:
+        problems += frame_problems(scored_on, "scored_on", GOLD_FIELDS)
     if problems:
         raise InputError(problems)
 
     qids = pd.Index(questions["query_id"])
     negative = questions["is_negative"].to_numpy(dtype=bool)
-    retrievers = pd.Index(sorted(results["retriever"].unique()))
+    retrievers = pd.Index(sorted(results["retriever"].unique() if retrievers is None else set(retrievers)))
     nq, nr = len(qids), len(retrievers)
     n_groups = nq * nr
     # Group g = (retriever, question) = r * nq + q; per-question arrays are indexed through q_of_g.
@@ -83,16 +92,13 @@ def retrieval_metrics(
     judged = relevance_judgements(gold, level)
     judged_q = _positions(qids, judged["query_id"])
     n_rel = np.bincount(judged_q, minlength=nq)
-    has_gold = np.bincount(_positions(qids, gold["query_id"]), minlength=nq) > 0
-    item = "chunk_id" if level == "chunk" else "doc_id"
-    supports = gold.loc[
-        gold["source"].isin(CHUNK_PRECISE_SOURCES) & (gold["support_index"] >= 0),
-        ["query_id", item, "support_index"],
-    ].drop_duplicates()
-    supports = supports.rename(columns={item: "item"})
-    has_supports = np.bincount(_positions(qids, supports["query_id"]), minlength=nq) > 0
+    supports = _supports(gold, level)
+    labels = gold if scored_on is None else scored_on[scored_on["query_id"].isin(qids[~negative])]
+    has_gold = np.bincount(_positions(qids, labels["query_id"]), minlength=nq) > 0
+    labelled = np.bincount(_positions(qids, relevance_judgements(labels, level)["query_id"]), minlength=nq) > 0
+    has_supports = np.bincount(_positions(qids, _supports(labels, level)["query_id"]), minlength=nq) > 0
 
-    ranked = ranked_lists(results[results["query_id"].isin(qids)], level)
+    ranked = ranked_lists(results[results["query_id"].isin(qids) & results["retriever"].isin(retrievers)], level)
     ranked_q = _positions(qids, ranked["query_id"])
     g = _positions(retrievers, ranked["retriever"]) * nq + ranked_q
     pos = ranked["position"].to_numpy(dtype=np.int64)
@@ -136,7 +142,6 @@ def retrieval_metrics(
 
     # Seed 001: with doc gold but no chunk-precise gold, hit@k is 0 (no relevant chunk can be found) while the
     # rank-based metrics are undefined; a negative question's hit@k and doc_hit@k are 0 by definition.
-    labelled = n_rel > 0
     defined = {
         "hit@k": negative | has_gold,
         "doc_hit@k": negative | has_gold,
@@ -177,7 +182,8 @@ def retrieval_metrics(
                 "false_positive@k": first_fp <= k,
             }
             for m, name in enumerate(METRICS):
-                values[:, j, m] = np.where(defined[name][q_of_g], computed[name], np.nan)
+                # 0/0 only where `scored_on` labels a question `gold` does not: nothing relevant was retrieved.
+                values[:, j, m] = np.where(defined[name][q_of_g], np.nan_to_num(computed[name], nan=0.0), np.nan)
             if scope is not None:
                 values[:, j, -1] = scope
 
@@ -192,6 +198,16 @@ def retrieval_metrics(
             "value": values.ravel(),
         }
     )
+
+
+def _supports(gold: pd.DataFrame, level: str) -> pd.DataFrame:
+    """The (query_id, item, support_index) rows of the chunk-precise supports, item at `level`."""
+    item = "chunk_id" if level == "chunk" else "doc_id"
+    supports = gold.loc[
+        gold["source"].isin(CHUNK_PRECISE_SOURCES) & (gold["support_index"] >= 0),
+        ["query_id", item, "support_index"],
+    ].drop_duplicates()
+    return supports.rename(columns={item: "item"})
 
 
 def ranked_lists(results: pd.DataFrame, level: str) -> pd.DataFrame:

@@ -48,12 +48,14 @@ from rag_eval_assets.runs.store import (
 from rag_eval_assets.verdict.compare import EXIT_CODES, INCOMPATIBLE, VERDICT_SCORE, WORSE
 from rag_eval_assets.verdict.ranking import rank_retrievers
 from rag_eval_assets.retrieval.registry import kind_of
+from rag_eval_assets.retrieval.sut_url import shown_url
 from rag_eval_assets.settings import Settings
 
 ALL = dg.AssetIn(partition_mapping=dg.AllPartitionMapping())
 # Dagster stores metadata in its event log: previews of a bounded number of rows, each table whole up to there.
 PREVIEW_ROWS = 40
 KEY_CHART = "hit_bars.png"
+CALL_HEALTH_CHECK = "call_health"
 NO_BASELINE = "no baseline run yet: nothing to compare; this run becomes the baseline of the next"
 COMPARISON_COLUMNS = ("retriever", "k", "metric", "gate", "base", "cand", "delta", "ci_low", "ci_high", "n_pairs",
                       "p_value", "p_adjusted", "significant", "regressions", "result", "reasons")
@@ -106,8 +108,9 @@ def verdict_metadata(comparison: dict | None) -> dict[str, dg.MetadataValue]:
     ins={"retrieval_results": ALL, "answers": ALL, "judged_answers": ALL},
     code_version="1",
     check_specs=[dg.AssetCheckSpec(
-        "llm_health", asset="evaluation_run", blocking=True,
-        description="No cell's LLM or service calls failed more often than llm.max_error_rate (default 5%).")],
+        CALL_HEALTH_CHECK, asset="evaluation_run", blocking=True,
+        description="No cell's calls to the answerer LLM, the judge, ragas or the service under test failed more "
+                    "often than llm.max_error_rate (default 5%).")],
 )
 def evaluation_run(
     context: dg.AssetExecutionContext,
@@ -209,26 +212,31 @@ def evaluation_run(
             **version_metadata(versions),
         },
     )
-    yield llm_health(s, health)
+    yield call_health_check(s, health)
 
 
-def llm_health(s: Settings, health: pd.DataFrame) -> dg.AssetCheckResult:
-    """Fails when a cell's calls to the LLM (answers, judges, ragas) or to the service under test failed more often
+def _endpoint(s: Settings, row) -> tuple[str, str] | None:
+    """Who a health row's calls went to and its URL (credentials redacted); None when no call left the process
+    (an extractive answerer)."""
+    if row.stage == "answer":
+        variant = s.variants.get(row.retriever)
+        if variant is not None and kind_of(variant).own_answers:
+            return "the service under test", shown_url(variant.params.base_url, variant.params.path)
+        if s.answering.answerer == "llm" and s.llm is not None:
+            return "the answerer LLM", redact_url(s.llm.base_url)
+        return None
+    who = {"judge": "the judge", "ragas": "the ragas LLM"}[row.stage]
+    return (who, redact_url(s.llm.base_url)) if s.llm is not None else None
+
+
+def call_health_check(s: Settings, health: pd.DataFrame) -> dg.AssetCheckResult:
+    """Fails when a cell's calls to the answerer LLM, the judge, ragas or the service under test failed more often
     than llm.max_error_rate; the description names the endpoint (without credentials) and the first error."""
     limit = s.llm.max_error_rate if s.llm is not None else s.report.gate.max_error_rate
-    endpoints = {"judge": s.llm.base_url if s.llm else None, "ragas": s.llm.base_url if s.llm else None}
-    rows = []
-    for row in health.itertuples(index=False):
-        if row.stage == "answer":
-            variant = s.variants.get(row.retriever)
-            endpoint = variant.params.base_url if variant is not None and kind_of(variant).own_answers else (
-                s.llm.base_url if s.answering.answerer == "llm" and s.llm else None)
-        else:
-            endpoint = endpoints[row.stage]
-        if endpoint is not None:
-            rows.append((row, endpoint))
+    rows = [(row, endpoint) for row in health.itertuples(index=False)
+            if (endpoint := _endpoint(s, row)) is not None]
     if not rows:
-        return dg.AssetCheckResult(check_name="llm_health", passed=True,
+        return dg.AssetCheckResult(check_name=CALL_HEALTH_CHECK, passed=True,
                                    description="nothing to check: no LLM or service call was made",
                                    metadata={"status": "nothing to check"})
     bad = [(row, endpoint) for row, endpoint in rows if row.error_rate > limit]
@@ -236,13 +244,13 @@ def llm_health(s: Settings, health: pd.DataFrame) -> dg.AssetCheckResult:
     errors = sum(row.errors for row, _ in rows)
     metadata = {"calls": calls, "errors": errors, "max_error_rate": limit}
     if not bad:
-        return dg.AssetCheckResult(check_name="llm_health", passed=True, metadata=metadata,
+        return dg.AssetCheckResult(check_name=CALL_HEALTH_CHECK, passed=True, metadata=metadata,
                                    description=f"{errors} of {calls} calls failed, within {limit:.0%} per cell")
     shown = "; ".join(
-        f"{row.retriever}@{row.k} {row.stage} {row.metric}: {row.errors} of {row.calls} calls failed "
-        f"({row.error_rate:.0%} > {limit:.0%}) at {redact_url(endpoint)}; first error: {row.first_error}"
-        for row, endpoint in bad[:3]) + (f"; and {len(bad) - 3} more cells" if len(bad) > 3 else "")
-    return dg.AssetCheckResult(check_name="llm_health", passed=False, description=shown[:2000],
+        f"{row.retriever}@{row.k} {row.stage} {row.metric}: {row.errors} of {row.calls} calls to {who} at {url} "
+        f"failed ({row.error_rate:.0%} > {limit:.0%}); first error: {row.first_error}"
+        for row, (who, url) in bad[:3]) + (f"; and {len(bad) - 3} more cells" if len(bad) > 3 else "")
+    return dg.AssetCheckResult(check_name=CALL_HEALTH_CHECK, passed=False, description=shown[:2000],
                                metadata={**metadata, "failing_cells": len(bad)})
 
 

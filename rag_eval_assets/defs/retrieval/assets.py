@@ -245,7 +245,7 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
         group_name="retrieval",
         kinds={"pandas", "parquet"},
         ins={"retrieval_results": dg.AssetIn(partition_mapping=dg.AllPartitionMapping())},
-        code_version="1",
+        code_version="2",  # 2: a service under test is scored on the questions our corpus labels
     )
     def retrieval_metrics_per_query(
         context: dg.AssetExecutionContext,
@@ -263,7 +263,9 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
         tables = []
         for name in sorted(retrieval_results):  # one partition in memory at a time
             results = retrieval_results[name]
-            # A service under test returns its own chunks: its gold is resolved against what it returned.
+            # A service under test returns its own chunks: its gold is resolved against what it returned, while it
+            # is scored on the questions our corpus labels, so a gold it never returned is a miss, not a question
+            # left out (a worse service can only score lower).
             own = kind_of(s.variants[name]).own_answers
             gold = resolve_gold(question_list, sut_chunks_frame(results), strict=False) if own else gold_labels
             scope = None
@@ -271,7 +273,7 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
                 scope = {q: f for q, f in zip(evalset["id"], _question_folders(evalset)) if f}
             tables.append(
                 score_retrieval(results, gold, questions, s.k_values, s.retrieval.level, folder_filter=scope,
-                                chunks=chunks if scope else None)
+                                chunks=chunks if scope else None, scored_on=gold_labels, retrievers=[name])
             )
         per_query = pd.concat(tables, ignore_index=True)
         versions = dataset_versions(context, s).with_part("index", **chunking_part(s))
