@@ -317,3 +317,14 @@ def test_compare_flags_out_of_range_name_the_flag(tmp_path, capsys, monkeypatch)
     assert main(["compare", "--base", "b", "--cand", "c", "--alpha", "2", "--max-regressions", "-1"]) == 2
     assert capsys.readouterr().err.splitlines() == ["error: --max-regressions: must be >= 0, got -1",
                                                     "error: --alpha: must be between 0 and 1, got 2.0"]
+
+
+def test_the_gate_names_only_retrievers_of_the_run(tmp_path):
+    base = ("corpus: {id: c, path: d}\nevalset: {name: e, path: q}\nretrievers: [bm25, http]\n"
+            "retrieval: {http: {base_url: 'http://127.0.0.1:9/'}}\n")
+    gate = load_settings(_write(tmp_path, base + "report: {gate: {retrievers: [http]}}\n")).report.gate
+    assert gate.retrievers == ("http",)
+    with pytest.raises(InputError) as info:
+        load_settings(_write(tmp_path, base + "report: {gate: {retrievers: [htp]}}\n"))
+    assert {p.field: p.message for p in info.value.problems} == {
+        "report.gate.retrievers": "names no retriever of this run: htp (retrievers: bm25, http)"}

@@ -329,3 +329,43 @@ def test_the_ranking_sentence_shows_the_corrected_p_value_beside_the_raw_one() -
                                     "p = 0.012, p_adj = 0.048")
     alone = KRanking(10, "ndcg@k", (a, b), 0.039, 0.021, 0.058, 0.0001, 0.0001, True)
     assert alone.sentence().endswith("+0.039 [+0.021, +0.058], p < 0.001")
+
+
+def test_a_tie_is_called_a_tie_in_the_ranking_and_in_summary_md(tmp_path: Path) -> None:
+    from rag_eval_assets.verdict.ranking import rank_retrievers
+
+    same = hits(set(range(45)))
+    run = crafted_run(tmp_path, "tie", {("dense", 5): same, ("hybrid", 5): same, ("bm25", 5): hits(BASE)})
+    (ranking,) = rank_retrievers(run)
+    assert ranking.tied == ("dense", "hybrid")
+    assert ranking.sentence() == "k=5: dense and hybrid tie at 0.750 (ndcg@k)"
+    assert "## Which retriever is best\n\n- k=5: dense and hybrid tie at 0.750 (ndcg@k)" in run.summary
+    assert "| 5 | 3 | bm25 | ndcg@k | 0.6667 |" in run.summary
+
+
+def test_a_broken_service_beside_unchanged_retrievers_is_worse(tmp_path: Path) -> None:
+    # The trial that found the bug: 15 labelled questions (the others have no gold), bm25 / dense / hybrid untouched
+    # and the team's service at four k; the service now returns a random chunk for most questions.
+    labelled = 15
+    ks = (1, 3, 5, 10)
+
+    def column(found: set[int]) -> list[float]:
+        return [1.0 if i in found else 0.0 if i < labelled else np.nan for i in range(N)]
+
+    unchanged = {(r, k): column({0, 2, 3, 5, 8, 9, 11, 13}) for r in ("bm25", "dense", "hybrid") for k in ks}
+    base = crafted_run(tmp_path, "base", {**unchanged, **{("http", k): column(set(range(11))) for k in ks}})
+    broken = crafted_run(tmp_path, "broken", {**unchanged, **{("http", k): column({0, 1}) for k in ks}})
+    joint = compare_runs(base, broken)
+    http = [g for g in joint.cells if g.retriever == "http"]
+    # Nine questions lost, none gained: exactly 2 / 2**9 alone; the twelve untouched cells cost nothing.
+    assert [g.p_value for g in http] == [2 / 512] * 4 and [g.p_adjusted for g in http] == [2 / 512] * 4
+    assert (joint.verdict, joint.exit_code) == (WORSE, 1) and len(joint.cells) == 16
+    assert all(g.ci_high < 0 for g in http)
+    # Holm divides by all sixteen cells: 16 x 2/512 = 0.0625, and the broken service passes.
+    holm = compare_runs(base, broken, GateSettings(correction="holm"))
+    assert [g.p_adjusted for g in holm.cells if g.retriever == "http"] == [pytest.approx(16 * 2 / 512)] * 4
+    assert holm.verdict == NO_CHANGE
+    # A team that ships only its service gates only the service; the settings line says so.
+    only = compare_runs(base, broken, GateSettings(retrievers=("http",), correction="holm"))
+    assert {g.retriever for g in only.cells} == {"http"} and only.verdict == WORSE
+    assert "retrievers=http" in format_comparison(only)

@@ -100,3 +100,72 @@ def test_unchanged_questions_do_not_blur_an_exact_test() -> None:
     many = np.r_[np.ones(20), np.zeros(100)]  # 2**20 patterns > n_perm: sampled over the moved ones only
     p, exact = sign_flip_p_value(many, n_perm=5000)
     assert not exact and p == pytest.approx(1 / 5001)
+
+
+def test_p_values_equal_scipys_permutation_test() -> None:
+    from scipy import stats
+
+    rng = np.random.default_rng(11)
+    for n in (5, 9, 12):
+        base, cand = rng.random(n), rng.random(n)
+        expected = stats.permutation_test((cand, base), lambda x, y: np.mean(x - y), permutation_type="samples",
+                                          n_resamples=np.inf, alternative="two-sided").pvalue
+        assert paired_test(base, cand).p_value == pytest.approx(expected, abs=1e-12)
+
+
+def test_four_moved_questions_give_an_interval_that_holds_zero() -> None:
+    # The case a percentile bootstrap got wrong: four of sixty questions moved up, p = 2/16 = 0.125.
+    diffs = np.r_[[0.5, 1.0, 0.25, 0.5], np.zeros(56)]
+    test = paired_test(np.zeros(60), diffs)
+    assert test.p_value == 0.125 and test.ci_low <= 0 <= test.ci_high
+
+
+def _cases(rng: np.random.Generator):
+    """Paired samples of every kind the gate sees: few or many questions, few moved, discrete or continuous."""
+    for _ in range(400):
+        n = int(rng.choice([4, 6, 9, 15, 30, 60]))
+        kind = rng.integers(4)
+        if kind == 0:  # hit@k: 0/1 values
+            base, cand = (rng.random(n) < 0.5).astype(float), (rng.random(n) < rng.uniform(0.2, 0.8)).astype(float)
+        elif kind == 1:  # few moved questions among many unchanged
+            base = rng.random(n)
+            cand = base.copy()
+            moved = rng.choice(n, size=min(n, int(rng.integers(1, 6))), replace=False)
+            cand[moved] += rng.choice([-0.5, 0.25, 0.5, 1.0], size=len(moved))
+        elif kind == 2:  # nDCG-like discrete values
+            levels = np.array([0.0, 0.39, 0.5, 0.63, 1.0])
+            base, cand = rng.choice(levels, n), rng.choice(levels, n)
+        else:
+            base = rng.random(n)
+            cand = base + rng.normal(rng.uniform(-0.2, 0.2), 0.2, n)
+        yield base, cand
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.1, 0.01])
+def test_the_interval_excludes_zero_exactly_when_the_test_rejects(alpha: float) -> None:
+    rng = np.random.default_rng(int(alpha * 1000))
+    rejected = 0
+    for base, cand in _cases(rng):
+        test = paired_test(base, cand, n_perm=2000, alpha=alpha)
+        excludes_zero = test.ci_low > 0 or test.ci_high < 0
+        assert excludes_zero == (test.p_value < alpha), (base, cand, test)
+        assert test.ci_low <= test.delta <= test.ci_high or test.p_value < alpha
+        rejected += excludes_zero
+    assert 20 < rejected < 380  # both decisions were exercised
+
+
+@pytest.mark.parametrize("noise", ["normal", "discrete"])
+def test_the_interval_covers_the_true_shift(noise: str) -> None:
+    # Differences symmetric about a known mean mu (the inverted test's model): a 95% interval covers mu about 95%
+    # of the time, on continuous and on three-valued differences.
+    rng = np.random.default_rng(3)
+    reps, n, mu = 600, 20, 0.15
+    covered, widths = 0, []
+    for rep in range(reps):
+        error = rng.normal(0, 0.3, n) if noise == "normal" else rng.choice([-0.4, 0.0, 0.4], n)
+        test = paired_test(np.zeros(n), mu + error, n_perm=2000, seed=rep)
+        covered += test.ci_low <= mu <= test.ci_high
+        widths.append(test.ci_high - test.ci_low)
+    coverage = covered / reps
+    print(f"{noise}: coverage {coverage:.3f}, mean width {np.mean(widths):.3f}")
+    assert 0.93 <= coverage <= 0.985

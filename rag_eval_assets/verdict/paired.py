@@ -163,7 +163,11 @@ def _invert(d: np.ndarray, p0: np.ndarray, signs: np.ndarray, *, alpha: float, n
             mid = (inside + outside) / 2
             ok = accepted(mid)
             inside, outside = np.where(ok, mid, inside), np.where(ok, outside, mid)
-        bounds.append(np.where(unbounded, side * np.inf, inside))
+        # p(mu) jumps at the means of subsets of the differences, where flipped sums tie with the data; with discrete
+        # metrics such a point can be accepted while values just beside it are not. The bound is the rejected end
+        # of the final bracket (2**-30 of the data's range wider), so that such a point is never lost, except
+        # where that end is a rejected 0.
+        bounds.append(np.where(unbounded, side * np.inf, np.where(rejected_zero, inside, outside)))
     low, high = bounds
     nan = np.isnan(p0)
     return np.where(nan, np.nan, low), np.where(nan, np.nan, high)
