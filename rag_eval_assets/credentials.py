@@ -61,10 +61,11 @@ def headers_from_env(variable: str | None, setting: str) -> dict[str, str]:
     bad = sorted(name for name, value in headers.items() if not isinstance(value, str))
     if bad:
         raise CredentialError(setting, variable, f"whose headers {bad} have values that are not strings")
-    # Names are not secret and are shown; a value is never shown.
-    bad = sorted(name for name in headers if not _HEADER_NAME.fullmatch(name))
-    if bad:
-        raise CredentialError(setting, variable, f"whose header names {bad} are not valid HTTP header names")
+    # A name that is no header name may be a value pasted in the wrong place: counted, never shown.
+    bad_names = sum(not _HEADER_NAME.fullmatch(name) for name in headers)
+    if bad_names:
+        raise CredentialError(setting, variable, f"which holds {bad_names} key(s) that are not HTTP header names "
+                                                 "(letters, digits and !#$%&'*+-.^_`|~ only)")
     bad = sorted(name for name, value in headers.items() if not _header_safe(value))
     if bad:
         raise CredentialError(setting, variable, f"whose headers {bad} have values an HTTP header cannot carry (a "
