@@ -40,7 +40,8 @@ def _execute(defs, settings, instance, log, force: bool) -> tuple[bool, list[str
             print(f"rag-eval: recovered {line}")
 
         def say(line: str) -> None:
-            print(f"rag-eval: {line}", flush=True)
+            # Said while a run executes: on the terminal's own descriptor (run_log.py says why).
+            print(f"rag-eval: {line}", file=log.stdout, flush=True)
 
         def around(run_id: str):
             log.listen(instance, run_id)
