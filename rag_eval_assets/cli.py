@@ -15,12 +15,13 @@ from pathlib import Path
 
 import yaml
 
+from rag_eval_assets.credentials import CredentialError
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.redaction import install_log_redaction, redact_text
 from rag_eval_assets.verdict.settings import CORRECTIONS
 
 INPUT_ERROR = 2  # exit code of a bad input file or setting (named by file, line and field, or by dotted key)
-# The instance settings of a Dagster home rag-eval creates (as `make` copies them into its .dagster_home).
+# The instance settings rag-eval writes into a Dagster home that has no dagster.yaml (as `make` does).
 INSTANCE_SETTINGS = Path(__file__).resolve().parents[1] / "deploy" / "dagster.yaml"
 
 
@@ -40,7 +41,8 @@ def _execute(defs, settings, instance, log, force: bool) -> tuple[bool, list[str
             print(f"rag-eval: recovered {line}")
 
         def say(line: str) -> None:
-            print(f"rag-eval: {line}", flush=True)
+            # Said while a run executes: on the terminal's own descriptor (run_log.py says why).
+            print(f"rag-eval: {line}", file=log.stdout, flush=True)
 
         def around(run_id: str):
             log.listen(instance, run_id)
@@ -72,7 +74,7 @@ def _execute(defs, settings, instance, log, force: bool) -> tuple[bool, list[str
                         while chain[-1].cause is not None:
                             chain.append(chain[-1].cause)
                         error = next((e for e in chain if not e.cls_name.startswith("Dagster")), chain[-1])
-                        input_error |= error.cls_name == InputError.__name__
+                        input_error |= error.cls_name in (InputError.__name__, CredentialError.__name__)
                         if error.cls_name != "DagsterAssetCheckFailedError" or not failed_checks:
                             errors.append(f"{event.step_key}: {redact_text(error.message.strip())}")
         planner = Planner(defs.resolve_asset_graph(), settings, instance)
@@ -84,16 +86,27 @@ def _execute(defs, settings, instance, log, force: bool) -> tuple[bool, list[str
 
 def _dagster_home(config_file: Path) -> None:
     """DAGSTER_HOME, or where it is unset (outside make) the .dagster_home beside the configuration file, as make
-    sets it beside ./rag_eval.yaml: created with the project's instance settings (telemetry off, the run queue,
-    pools) unless it has its own dagster.yaml."""
-    if os.environ.get("DAGSTER_HOME"):
-        return
-    home = config_file.parent / ".dagster_home"
-    home.mkdir(exist_ok=True)
-    if not (home / "dagster.yaml").is_file():
-        shutil.copyfile(INSTANCE_SETTINGS, home / "dagster.yaml")
-    os.environ["DAGSTER_HOME"] = str(home)  # for Dagster and the processes we start (backfill)
-    print(f"rag-eval: DAGSTER_HOME is not set: using {home}", file=sys.stderr)
+    sets it beside the configuration it runs; either way created if missing, with the project's instance settings
+    when it has no dagster.yaml of its own."""
+    given = os.environ.get("DAGSTER_HOME")
+    home = Path(given) if given else config_file.parent / ".dagster_home"
+    if not given:
+        os.environ["DAGSTER_HOME"] = str(home)  # for Dagster and the processes we start (backfill)
+        print(f"rag-eval: DAGSTER_HOME is not set: using {home}", file=sys.stderr)
+    if _with_instance_settings(home) and given:
+        print(f"rag-eval: {home} had no dagster.yaml: wrote the project's instance settings ({INSTANCE_SETTINGS})",
+              file=sys.stderr)
+
+
+def _with_instance_settings(home: Path) -> bool:
+    """Give Dagster home `home` the project's instance settings (telemetry and the UI's community dialog off, the
+    run queue, the llm pool, run monitoring) unless it has a dagster.yaml of its own; whether they were written.
+    Without one Dagster would use its own defaults: a telemetry banner and dialogs in the UI."""
+    home.mkdir(parents=True, exist_ok=True)
+    if (home / "dagster.yaml").is_file():
+        return False
+    shutil.copyfile(INSTANCE_SETTINGS, home / "dagster.yaml")
+    return True
 
 
 @contextmanager
@@ -108,9 +121,7 @@ def _pipeline_instance(config_file: Path, instance_dir: Path | None):
         with dg.DagsterInstance.get() as instance:
             yield instance
         return
-    instance_dir.mkdir(parents=True, exist_ok=True)
-    if not (instance_dir / "dagster.yaml").is_file():
-        shutil.copyfile(INSTANCE_SETTINGS, instance_dir / "dagster.yaml")
+    _with_instance_settings(instance_dir)
     with dg.DagsterInstance.from_config(str(instance_dir)) as instance:
         yield instance
 

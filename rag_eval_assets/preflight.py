@@ -1,7 +1,8 @@
-"""Everything that can be checked before a table is written, checked first: the evalset (parsed, validated, not
-edited under a name it was frozen as), the corpus (loaded), the chunking and the gold labels (resolved against those
+"""Everything that can be checked before a table is written, checked first: the credentials the configuration names
+by environment variable (set, and readable as the clients read them), the evalset (parsed, validated, not edited
+under a name it was frozen as), the corpus (loaded), the chunking and the gold labels (resolved against those
 chunks). The configuration was checked when the caller loaded its Settings. A problem raises InputError naming the
-file, line and field.
+file, line and field (for a credential: the setting's dotted key and the variable, never its value).
 
 The input assets call these same functions (check_evalset, chunk_corpus) and the same loaders, so what passes here
 is what they compute; the `preflight` asset runs `preflight` before any of them writes.
@@ -17,11 +18,13 @@ from rag_eval_assets.corpus.chunking import ChunkerParams, chunk_documents
 from rag_eval_assets.corpus.gold import resolve_gold_report
 from rag_eval_assets.corpus.load import load_corpus
 from rag_eval_assets.corpus.model import Document
+from rag_eval_assets.credentials import CredentialError, bearer_key
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.evalset.freeze import eval_set_version, evalset_sha256
 from rag_eval_assets.evalset.frozen_store import registered_sha256
 from rag_eval_assets.evalset.load import load_evalset
 from rag_eval_assets.evalset.schema import Question
+from rag_eval_assets.retrieval.registry import kind_of, own_answer_variants
 from rag_eval_assets.settings import Settings
 
 
@@ -57,8 +60,31 @@ def chunk_corpus(settings: Settings, documents: list[Document]) -> pd.DataFrame:
     return chunk_documents(documents, settings.corpus.id, params)
 
 
+def credential_problems(settings: Settings) -> list[InputProblem]:
+    """Every environment variable the configuration names for a credential (llm.api_key_env, and the api_key_env
+    and headers_env of each service under test) that is unset or that its client could not use."""
+    where = str(settings.config_file)
+    found: list[InputProblem] = []
+    if settings.llm is not None and settings.llm.api_key_env:
+        try:
+            bearer_key(settings.llm.api_key_env, "llm.api_key_env")
+        except CredentialError as exc:
+            found.append(InputProblem(where, None, exc.setting, exc.problem))
+    for name in own_answer_variants(settings.variants):
+        variant = settings.variants[name]
+        try:
+            kind_of(variant).check_environment(variant)
+        except CredentialError as exc:
+            found.append(InputProblem(where, None, exc.setting, exc.problem))
+    return list(dict.fromkeys(found))  # variants that inherit one section report its problem once
+
+
 def preflight(settings: Settings) -> dict[str, int]:
-    """Run every check; counts of what was checked. Raises InputError at the first input that fails."""
+    """Run every check; counts of what was checked. Raises InputError at the first input that fails (with every
+    credential problem at once)."""
+    credentials = credential_problems(settings)
+    if credentials:
+        raise InputError(credentials)
     evalset = check_evalset(settings)
     if evalset.problem is not None:
         raise InputError([evalset.problem])

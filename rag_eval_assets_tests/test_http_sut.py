@@ -153,6 +153,12 @@ def test_client_for_sends_the_bearer_key_and_the_headers_of_headers_env(monkeypa
         ('["acme-secret"]', "retrieval.http.headers_env names SUT_HEADERS, which holds a JSON array, not an object"),
         ('{"X-Tenant": "acme-secret", "X-Level": 3, "X-On": true}',
          "retrieval.http.headers_env names SUT_HEADERS, whose headers ['X-Level', 'X-On'] have values that are not"),
+        # What httpx would refuse with an error that quotes the header, value included.
+        ('{"X acme-secret": "1", "X-Ok": "1", "X-Tenant:": "2"}',
+         "retrieval.http.headers_env names SUT_HEADERS, which holds 2 key(s) that are not HTTP header names"),
+        ('{"X-Tenant": "acme-secret\\r", "X-Name": "Ёлка acme-secret", "X-Ok": "1"}',
+         "retrieval.http.headers_env names SUT_HEADERS, whose headers ['X-Name', 'X-Tenant'] have values an HTTP "
+         "header cannot carry"),
     ],
 )
 def test_bad_headers_env_names_the_setting_and_the_variable_never_the_value(monkeypatch, value, message):
@@ -162,6 +168,22 @@ def test_bad_headers_env_names_the_setting_and_the_variable_never_the_value(monk
         client_for(_auth_settings("http://127.0.0.1:9", headers_env="SUT_HEADERS"))
     assert str(info.value).startswith(message)
     assert "acme-secret" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "value, why",
+    [(None, "which is not set in the environment"), ("", "which is empty"), (" \t", "which is empty"),
+     ("acme-secret\r", "whose value an HTTP header cannot carry"), ("acme-secret\n", "whose value an HTTP header"),
+     (" acme-secret", "whose value an HTTP header"), ("acme-sécret", "whose value an HTTP header cannot carry")],
+)
+def test_a_bad_api_key_env_names_the_setting_and_the_variable_never_the_value(monkeypatch, value, why):
+    monkeypatch.delenv("SUT_KEY", raising=False)
+    if value is not None:
+        monkeypatch.setenv("SUT_KEY", value)
+    with pytest.raises(ValueError) as info:
+        client_for(_auth_settings("http://127.0.0.1:9", api_key_env="SUT_KEY"))
+    assert str(info.value).startswith(f"retrieval.http.api_key_env names SUT_KEY, {why}")
+    assert "acme" not in str(info.value)
 
 
 def test_authorization_from_both_api_key_env_and_headers_env_is_refused(monkeypatch):

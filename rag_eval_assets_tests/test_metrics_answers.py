@@ -216,6 +216,8 @@ def test_the_default_citation_pattern_knows_four_languages() -> None:
 def test_an_empty_or_abstained_answer_scores_zero_where_an_answer_is_expected_per_seed_format() -> None:
     questions = [
         Question(id="r1", question="Какая выручка?", format="seed000", must_not_include=("XX",)),
+        Question(id="r2", question="Какая прибыль?", format="seed000", must_not_include=("не знаю",),
+                 require_citation=True),
         QUESTIONS[1],  # seed 003, answer_example
         QUESTIONS[2],  # seed 004, reference "Тридцать дней."
         Question(id="a1", question="Who approves a release?", format="seed002", answerable=True),
@@ -225,6 +227,7 @@ def test_an_empty_or_abstained_answer_scores_zero_where_an_answer_is_expected_pe
     # Empty text with abstained: false (as a service that failed silently reports it), or a refusal.
     answers = [
         {"id": "r1", "answer": ""},
+        {"id": "r2", "answer": "Не знаю.", "abstained": True},
         {"id": "q002", "answer": " ", "abstained": False, "contexts": [CONTEXT]},
         {"id": "q003", "answer": "Не знаю.", "abstained": True},
         {"id": "a1", "answer": "", "abstained": False},
@@ -234,13 +237,16 @@ def test_an_empty_or_abstained_answer_scores_zero_where_an_answer_is_expected_pe
     value = {(r.query_id, r.metric): r.value for r in per_question.itertuples()}
     # seed 000: literally 0.7 * 1 (no groups) + 0.3 * 1 (nothing forbidden said) = 1.0; here nothing was said.
     assert [value[("r1", m)] for m in RULE_METRICS] == [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    # seed 000 scores a refusal by its formula, abstained or not: include_rate 1.0 (no groups), safe_ok 0.0 ("не
+    # знаю" is forbidden by this question), no citation: 0.7 * 1.0 + 0.3 * 0.0 - 0.2 = 0.5.
+    assert [value[("r2", m)] for m in RULE_METRICS] == pytest.approx([1.0, 0.0, 0.7, 0.0, 0.2, 0.5])
     assert (value[("q002", "json_v2_score")], value[("q002", "json_v2_schema_ok")]) == (0.0, 0.0)
     assert [value[("q003", m)] for m in ("token_f1", "exact_match", "rouge_l")] == [0.0, 0.0, 0.0]
     assert [value[("f1", m)] for m in ("token_f1", "exact_match", "rouge_l")] == [0.0, 0.0, 0.0]
     # seed 002: the empty answer flagged abstained false did not answer.
-    assert {q: value[(q, "answered_rate")] for q in ("r1", "q002", "q003", "a1", "f1")} == dict.fromkeys(
-        ("r1", "q002", "q003", "a1", "f1"), 0.0)
-    assert summary["weighted_score"] == 0.0
+    assert {q: value[(q, "answered_rate")] for q in ("r1", "r2", "q002", "q003", "a1", "f1")} == dict.fromkeys(
+        ("r1", "r2", "q002", "q003", "a1", "f1"), 0.0)
+    assert summary["weighted_score"] == pytest.approx((0.0 + 0.5) / 2)
 
 
 def test_an_abstention_is_the_right_answer_where_the_question_expects_it() -> None:
@@ -253,6 +259,7 @@ def test_an_abstention_is_the_right_answer_where_the_question_expects_it() -> No
     per_question, summary = score_answers(questions, answers)
     value = {(r.query_id, r.metric): r.value for r in per_question.itertuples()}
     assert (value[("n2", "abstention_accuracy")], value[("n2", "hallucination_rate_unanswerable")]) == (1.0, 0.0)
+    # seed 000's formula on the refusal's text: no groups (1.0), "42" not said (1.0), no citation required.
     assert value[("n1", "question_score")] == 1.0 and value[("n1", "citation_penalty")] == 0.0
     assert [value[("n1", m)] for m in ("token_f1", "exact_match", "rouge_l")] == [1.0, 1.0, 1.0]
     # n2's empty answer came with abstained: false, so its abstention is inferred; n1 reported its own.

@@ -193,26 +193,46 @@ def test_fold() -> None:
     assert fold("ﬁ Ｗ") == "fi w"
 
 
-def test_an_empty_or_abstained_answer_scores_zero_when_an_answer_is_expected() -> None:
-    # Read literally, must_not_include alone gives "nothing said" 0.7 * 1 (no groups) + 0.3 * 1 (nothing forbidden).
-    only_forbidden = q(must_not_include=("XX",))
-    for answer, abstained in (("", False), (" \n\t", False), ("Не знаю.", True)):
-        score = score_rules(only_forbidden, answer, abstained=abstained)
-        assert (score.include_rate, score.safe_ok, score.base_score, score.question_score) == (0.0, 0.0, 0.0, 0.0)
-    # An abstention that happens to hold a required phrase and a citation earns neither.
+def test_a_refusal_gets_the_seed_formula_and_its_own_question_punishes_it() -> None:
+    # Only must_not_include ["не знаю"] and a required citation: no groups, so include_rate 1.0; "не знаю" said, so
+    # safe_ok 0.0; no citation, so 0.7 * 1.0 + 0.3 * 0.0 - 0.2 = 0.5.
+    punishes = q(must_not_include=("не знаю",), require_citation=True)
+    score = score_rules(punishes, "Не знаю.")
+    assert (score.include_total, score.include_rate, score.safe_ok, score.forbidden) == (0, 1.0, 0.0, ("не знаю",))
+    assert (score.citation_ok, score.citation_penalty) == (False, 0.2)
+    assert score.base_score == pytest.approx(0.7) and score.question_score == pytest.approx(0.5)
+    # A question that does not forbid it scores the refusal as any other text: must_include ["2023"] absent (0 of
+    # 1), must_not_include ["XX"] absent: 0.7 * 0 + 0.3 * 1 = 0.3, no citation required.
+    assert score_rules(q(must_include=("2023",), must_not_include=("XX",)), "Не знаю.").question_score == \
+        pytest.approx(0.3)
+    # A refusal that holds a required phrase and a citation earns both: "2023" present, the OR-group absent
+    # (1 of 2), nothing forbidden, cited: 0.7 * 0.5 + 0.3 * 1 = 0.65.
     cited = q(must_include=("2023",), must_include_any=(("млрд", "миллиард"),), require_citation=True)
-    score = score_rules(cited, "Про 2023 год не знаю (стр. 4)", abstained=True)
+    score = score_rules(cited, "Про 2023 год не знаю (стр. 4)")
+    assert (score.include_hits, score.include_total, score.missing) == (1, 2, ("млрд | миллиард",))
+    assert (score.citation_ok, score.citation_penalty) == (True, 0.0)
+    assert score.question_score == pytest.approx(0.65)
+
+
+@pytest.mark.parametrize("answer", ["", " \n\t", "\u00a0"])
+@pytest.mark.parametrize("negative", [False, True])
+def test_an_empty_answer_scores_zero_whatever_the_question_expects(answer: str, negative: bool) -> None:
+    # Read literally, must_not_include alone gives "nothing said" 0.7 * 1 (no groups) + 0.3 * 1 = 1.0; a question
+    # that expects abstention does not change that: its abstention metrics say whether silence was right.
+    only_forbidden = q(must_not_include=("XX",), type="negative" if negative else None)
+    score = score_rules(only_forbidden, answer)
+    assert (score.include_rate, score.safe_ok, score.base_score, score.question_score) == (0.0, 0.0, 0.0, 0.0)
+    assert (score.citation_ok, score.citation_penalty) == (False, 0.0)
+    required = q(must_include=("2023",), must_include_any=(("млрд", "миллиард"),), require_citation=True,
+                 type="negative" if negative else None)
+    score = score_rules(required, answer)
     assert (score.include_hits, score.include_total, score.missing) == (0, 2, ("2023", "млрд | миллиард"))
-    assert (score.citation_ok, score.citation_penalty, score.question_score) == (False, 0.2, 0.0)
-    # Not abstained and not empty: the seed's formula as written (0.7 * 1/2 + 0.3 * 1, no citation: - 0.2).
-    assert score_rules(cited, "Про 2023 год не знаю").question_score == pytest.approx(0.45)
+    assert (score.citation_penalty, score.question_score) == (0.2, 0.0)
 
 
-def test_an_abstention_scores_one_when_the_question_expects_it() -> None:
+def test_an_answer_to_a_question_that_expects_abstention_is_scored_as_written() -> None:
     negative = q(type="negative", must_include=("2023",), must_not_include=("XX",), require_citation=True)
-    for answer, abstained in (("", False), ("Не знаю.", True)):
-        score = score_rules(negative, answer, abstained=abstained)
-        assert (score.include_rate, score.safe_ok, score.base_score) == (1.0, 1.0, 1.0)
-        assert (score.citation_ok, score.citation_penalty, score.question_score) == (False, 0.0, 1.0)
-    # Answering a question that expects abstention is scored as written: "XX" said, "2023" not, no citation.
+    # "XX" said, "2023" not, no citation: 0.7 * 0 + 0.3 * 0 - 0.2, clamped at 0
     assert score_rules(negative, "Выручка XX").question_score == 0.0
+    # A refusal: "2023" absent, nothing forbidden, no citation: 0.7 * 0 + 0.3 * 1 - 0.2 = 0.1
+    assert score_rules(negative, "Не знаю.").question_score == pytest.approx(0.1)

@@ -2,10 +2,11 @@
 
 Every run `rag-eval` executes carries its process id, the process's start time and the host in its tags. Before it
 executes anything, `rag-eval` marks the runs of this host whose process is gone (SIGKILL, an out-of-memory kill, a
-crash) as failed and frees the pool slots they held, and frees slots still held by runs that have ended. Where a
-daemon launches runs, Dagster's run monitoring does the same (deploy/nightly/dagster.yaml).
+crash) as failed and frees the pool slots they held, and frees the claims (slots, queued steps) still held by runs
+that have ended. Where a daemon launches runs, Dagster's run monitoring does the same (deploy/nightly/dagster.yaml).
 
-While a step of our run waits for a slot, a watcher thread prints which run holds the slot and since when. Dagster
+While a step of our run waits for a slot, a watcher thread prints which run holds the slot and since when, and frees
+the claims of ended runs in that pool, as rag-eval did before starting. Dagster
 captures SIGINT and SIGTERM during execution but checks for them only between steps, never while the in-process
 executor waits for a slot; so the watcher does: it cancels the waiting run, frees its claims and exits.
 """
@@ -15,7 +16,6 @@ from __future__ import annotations
 import os
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -68,11 +68,23 @@ def recover_dead_runs(instance: dg.DagsterInstance) -> list[str]:
             said.append(f"run {run.run_id} ({run.job_name}) of process {pid}, which is gone: marked failed, "
                         "its pool slots freed")
     for pool in instance.event_log_storage.get_concurrency_keys():
-        for run_id in instance.event_log_storage.get_concurrency_info(pool).active_run_ids:
-            holder = instance.get_run_by_id(run_id)
-            if holder is None or holder.is_finished:
-                instance.event_log_storage.free_concurrency_slots_for_run(run_id)
-                said.append(f"pool {pool}: freed the slot of ended run {run_id}")
+        said += _free_ended_claims(instance, pool, instance.event_log_storage.get_concurrency_info(pool))
+    return said
+
+
+def _free_ended_claims(instance: dg.DagsterInstance, pool: str, info) -> list[str]:
+    """Free the claims in `pool` of runs that have ended, slots and queued steps alike; one line per run. A step can
+    outlive its run in the queue: Dagster's wait loop queues its step again when it finds it gone, so a run cancelled
+    while waiting may queue it again before its process exits. A freed slot would then be assigned to that step,
+    which nobody will ever claim, and every later run would wait for it."""
+    said = []
+    queued = {p.run_id for p in info.pending_steps}
+    for run_id in sorted(info.active_run_ids | queued):
+        run = instance.get_run_by_id(run_id)
+        if run is None or run.is_finished:
+            instance.event_log_storage.free_concurrency_slots_for_run(run_id)
+            what = "slot" if run_id in info.active_run_ids else "queued step"
+            said.append(f"pool {pool}: freed the {what} of ended run {run_id}")
     return said
 
 
@@ -98,6 +110,8 @@ def _watch(instance: dg.DagsterInstance, run_id: str, say: Callable[[str], None]
             waiting = [p for p in info.pending_steps if p.run_id == run_id and p.assigned_timestamp is None]
             if not waiting:
                 continue
+            for line in _free_ended_claims(instance, pool, info):
+                say(line)
             if check_captured_interrupt():
                 _cancel(instance, run_id, pool, say)
             for holder in sorted(info.active_run_ids - {run_id}):
@@ -125,6 +139,6 @@ def _cancel(instance: dg.DagsterInstance, run_id: str, pool: str, say: Callable[
         instance.report_run_canceled(run, f"interrupted while waiting for a slot of pool {pool}")
     instance.event_log_storage.free_concurrency_slots_for_run(run_id)
     say(f"interrupted while waiting for a slot of pool {pool}: run {run_id} canceled")
-    # The main thread sits in Dagster's wait loop, which never looks at the interrupt: end the process here.
-    time.sleep(0.2)
+    # The main thread sits in Dagster's wait loop, which never looks at the interrupt: end the process here. It may
+    # have queued its step again meanwhile; whoever waits in the pool next frees it (_free_ended_claims).
     os._exit(EXIT_INTERRUPTED)

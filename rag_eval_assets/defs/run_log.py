@@ -1,7 +1,11 @@
 """The log of a `rag-eval` pipeline run: every Dagster event of its runs (DEBUG up, with job, run id and step key)
 and every log record of the process (INFO up), in one file that ends up in the run directory.
 
-The terminal gets the warnings of our code and of the assets' own log messages; with --verbose, the whole log.
+The terminal gets the warnings of our code and of the assets' own log messages; with --verbose, the whole log, line
+for line: one handler writes each record to both, and to the terminal on a descriptor of its own
+(`RunLog.stdout`/`stderr`). While a run executes in process, Dagster points descriptors 1 and 2 at its compute log
+files and copies them back to the terminal with a `tail -F` process that it stops without waiting for the last lines
+(dagster-io/dagster#23336): under load, lines written there during a run never reached the terminal.
 Dagster's console logger stays quiet (jobs.QUIET_CONSOLE): it printed each failed step's stack trace twice (as the
 step's failure and the run's), where `rag-eval` says why a run failed in one line and points at this file.
 
@@ -11,11 +15,13 @@ credentials of every URL in it before it is written anywhere.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TextIO
 
 import dagster as dg
 
@@ -28,11 +34,9 @@ EVENT_LOGGER = "rag_eval.dagster_events"
 LINE = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-class _Terse(logging.Formatter):
+def _terse(record: logging.LogRecord) -> str:
     """One line per record on the terminal: the stack trace, if any, is in the log file."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return f"rag-eval: {record.levelname.lower()}: {record.getMessage()}"
+    return f"rag-eval: {record.levelname.lower()}: {record.getMessage()}"
 
 
 def _not_a_dagster_event(record: logging.LogRecord) -> bool:
@@ -40,47 +44,77 @@ def _not_a_dagster_event(record: logging.LogRecord) -> bool:
     return getattr(record, "dagster_event", None) is None
 
 
+class _Tee(logging.Handler):
+    """Every record to the log file and, the whole of it with `verbose` (else warnings that are no Dagster event, in
+    one line), to the terminal: one handler, so the two cannot disagree on which records they got."""
+
+    def __init__(self, file: TextIO, terminal: TextIO, verbose: bool):
+        super().__init__()
+        self.file, self.terminal, self.verbose = file, terminal, verbose
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = LINE.format(record)
+            self.file.write(line + "\n")
+            self.file.flush()
+            if self.verbose:
+                self.terminal.write(line + "\n")
+            elif record.levelno >= logging.WARNING and _not_a_dagster_event(record):
+                self.terminal.write(_terse(record) + "\n")
+            self.terminal.flush()
+        except Exception:
+            self.handleError(record)
+
+
+def _own_descriptor(stream: TextIO) -> TextIO:
+    """`stream` on a duplicate of its file descriptor, taken before any run redirects that descriptor; `stream`
+    itself where it has none (a test's capture, which no run redirects either)."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        return stream
+    stream.flush()
+    return open(os.dup(fd), "w", encoding=stream.encoding, errors=stream.errors or "backslashreplace", buffering=1)
+
+
 class RunLog:
     """`with RunLog(runs_dir, verbose) as log:` collects the log in a hidden file under runs_dir; `log.listen(instance,
-    run_id)` adds a run's Dagster events; `log.keep(run_dir, failed)` then moves the file where it belongs."""
+    run_id)` adds a run's Dagster events; `log.stdout` reaches the terminal while a run executes; `log.keep(run_dir,
+    failed)` then moves the file where it belongs."""
 
     def __init__(self, runs_dir: Path, verbose: bool):
         self.runs_dir = runs_dir
         self.stamp = datetime.now(timezone.utc).strftime(RUN_ID_FORMAT)
         self.path = runs_dir / f".rag-eval-{self.stamp}-{os.getpid()}.log"
         self._events = logging.getLogger(EVENT_LOGGER)
-        self._handlers: list[logging.Handler] = []
         self._verbose = verbose
         self._root_level = logging.NOTSET
 
     def __enter__(self) -> RunLog:
         self.runs_dir.mkdir(parents=True, exist_ok=True)
-        file = logging.FileHandler(self.path, encoding="utf-8")
-        file.setFormatter(LINE)
-        terminal = logging.StreamHandler(sys.stderr)
-        if self._verbose:
-            terminal.setFormatter(LINE)
-        else:
-            terminal.setLevel(logging.WARNING)
-            terminal.addFilter(_not_a_dagster_event)
-            terminal.setFormatter(_Terse())
-        self._handlers = [file, terminal]
+        # What rag-eval says while a run executes goes to `stdout` (and the log's terminal lines to `stderr`): the
+        # terminal's own descriptors, not the ones a run redirects.
+        self.stdout, self.stderr = _own_descriptor(sys.stdout), _own_descriptor(sys.stderr)
+        self._file = open(self.path, "a", encoding="utf-8")
+        self._tee = _Tee(self._file, self.stderr, self._verbose)
         root = logging.getLogger()
         self._root_level = root.level
         root.setLevel(min(root.getEffectiveLevel(), logging.INFO))
         self._events.setLevel(logging.DEBUG)
         self._events.propagate = False
-        for handler in self._handlers:
-            root.addHandler(handler)
-            self._events.addHandler(handler)
+        root.addHandler(self._tee)
+        self._events.addHandler(self._tee)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
         root = logging.getLogger()
-        for handler in self._handlers:
-            root.removeHandler(handler)
-            self._events.removeHandler(handler)
-            handler.close()
+        root.removeHandler(self._tee)
+        self._events.removeHandler(self._tee)
+        self._tee.close()
+        self._file.close()
+        for own, stream in ((self.stdout, sys.stdout), (self.stderr, sys.stderr)):
+            if own is not stream:
+                own.close()
         root.setLevel(self._root_level)
         if exc_type is not None:  # rag-eval itself broke: its traceback follows, the log is kept beside the runs
             print(f"log: {self.keep(None, failed=True)}", file=sys.stderr)

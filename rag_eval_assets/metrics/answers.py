@@ -117,8 +117,9 @@ def score_answers(
       for the others. An answer without a reported abstained flag is judged by generation.abstention.infer_abstention
       (empty, or a refusal phrase); such flags are counted as inferred. An empty answer counts as abstained (inferred)
       even when the answer said abstained false;
-    - an empty or abstained answer scores 0 on every metric above that measures the answer (rules, json_v2, text
-      metrics) when the question expects an answer, and full marks when it expects abstention (docs/metrics.md).
+    - an empty or abstained answer scores 0 on json_v2 and the text metrics when the question expects an answer,
+      and full marks when it expects abstention; on seed 000's rules an empty answer scores 0 whatever the question
+      expects, and any answer with text (a refusal included) gets the seed's formula (docs/metrics.md).
 
     summary: n (answered questions), n_questions, missing_answers (ids), weighted_score (seed 000, over the answered
     questions with rules; None when no question has rules), means (metric -> mean over defined values), json_v2_gate (seed 003) and abstention when applicable.
@@ -153,7 +154,7 @@ def score_answers(
         if abstained:
             silent.add(q.id)
         if has_rules(q):
-            rules = score_rules(q, a["answer"], citation_pattern, abstained)
+            rules = score_rules(q, a["answer"], citation_pattern)
             rule_scores.append(rules.question_score)
             rule_weights.append(q.weight)
             records += [(q.id, name, float(getattr(rules, name))) for name in RULE_METRICS]

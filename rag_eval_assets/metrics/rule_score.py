@@ -1,8 +1,9 @@
 """Seed 000's rule score: required phrases, OR-groups, forbidden phrases, a page citation, a weighted run score.
 
 Matching is substring presence after `normalise.fold` on both sides (case, Unicode form, ё/е and whitespace runs do
-not matter). The formulas are the seed's section 5, tabulated in docs/metrics.md, except for an empty or abstained
-answer: read literally, a question with only must_not_include rules would give it 1.0 (nothing forbidden said).
+not matter). The formulas are the seed's section 5, tabulated in docs/metrics.md, for every answer with text, a refusal
+included (a question that wants to punish "не знаю" lists it in its own must_not_include). An empty answer is the one
+exception: read literally, a question with only must_not_include rules would give it 1.0 (nothing forbidden said).
 """
 
 from __future__ import annotations
@@ -51,16 +52,14 @@ def score_rules(
     question: Question,
     answer: str,
     citation_pattern: str | re.Pattern[str] = DEFAULT_CITATION_PATTERN,
-    abstained: bool = False,
 ) -> RuleScore:
     """One question's score. The citation pattern is searched in the folded answer, case-insensitively, so a
     pattern written in lowercase ASCII also finds full-width or capitalised forms.
 
-    An empty (whitespace-only) or abstained answer is scored as saying nothing: 0 on every rule when the question
-    expects an answer, and, when it expects abstention (`is_negative`), 1 on every rule with no citation penalty,
-    since abstaining is the right answer there."""
-    if abstained or not answer.strip():
-        return _no_answer_score(question)
+    An empty (whitespace-only) answer says nothing and scores 0 on every rule, whatever the question expects (its
+    abstention metrics say whether saying nothing was right); a refusal has text and gets the formula."""
+    if not answer.strip():
+        return _empty_answer_score(question)
     text = fold(answer)
     missing = [item for item in question.must_include if fold(item) not in text]
     missing += [" | ".join(group) for group in question.must_include_any if not any(fold(m) in text for m in group)]
@@ -87,12 +86,9 @@ def score_rules(
     )
 
 
-def _no_answer_score(question: Question) -> RuleScore:
-    # citation_ok stays False either way: the answer holds no citation, whatever it should have held.
+def _empty_answer_score(question: Question) -> RuleScore:
     missing = (*question.must_include, *(" | ".join(group) for group in question.must_include_any))
     total = len(missing)
-    if question.is_negative:
-        return RuleScore(1.0, 1.0, 1.0, False, 0.0, 1.0, total, total, (), ())
     penalty = CITATION_PENALTY if question.require_citation else 0.0
     return RuleScore(0.0, 0.0, 0.0, False, penalty, 0.0, 0, total, missing, ())
 

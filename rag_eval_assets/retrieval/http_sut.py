@@ -19,7 +19,6 @@ A response off this shape raises InputError naming the URL and every bad field
 from __future__ import annotations
 
 import json
-import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pandas as pd
 
+from rag_eval_assets.credentials import CredentialError, bearer_key, headers_from_env
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.http_retry import RetryPolicy, send_with_retries
 from rag_eval_assets.redaction import redact_url
@@ -43,7 +43,6 @@ _CHUNK_STRINGS = {"chunk_id": False, "rel_path": False, "heading_path": True, "t
 _SCORE_FIELDS = ("score_vector", "score_lexical", "score_final")
 
 _MISSING = object()
-_JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
 
 SUT_RESULT_COLUMNS = (
     "query_id",
@@ -326,25 +325,15 @@ def sut_chunks_frame(results: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def client_for(http: HttpParams, base_url: str | None = None) -> HttpSutClient:
+def client_for(http: HttpParams, base_url: str | None = None,
+               setting: Callable[[str], str] = "retrieval.http.{}".format) -> HttpSutClient:
     """The client of `retrieval.http` (its key and headers from the environment variables it names, its timeouts
-    and retries), at `base_url` when given instead of the configured one."""
-    headers = headers_from_env(http.headers_env)
-    if http.api_key_env:
-        key = os.environ.get(http.api_key_env)
-        if not key:
-            raise ValueError(f"retrieval.http.api_key_env names {http.api_key_env}, which is not set in the environment")
-        if any(name.lower() == "authorization" for name in headers):
-            raise ValueError(
-                f"retrieval.http.headers_env ({http.headers_env}) sets Authorization, which retrieval.http.api_key_env"
-                " also sets; keep one"
-            )
-        headers["Authorization"] = f"Bearer {key}"
+    and retries), at `base_url` when given instead of the configured one; `setting` as in request_headers."""
     return HttpSutClient(
         HttpSutConfig(
             base_url=base_url or http.base_url,
             path=http.path,
-            headers=headers,
+            headers=request_headers(http, setting),
             connect_timeout=http.connect_timeout,
             read_timeout=http.read_timeout,
             retry=RetryPolicy(max_attempts=http.max_attempts),
@@ -352,24 +341,15 @@ def client_for(http: HttpParams, base_url: str | None = None) -> HttpSutClient:
     )
 
 
-def headers_from_env(variable: str | None) -> dict[str, str]:
-    """The JSON object of string headers held by environment variable `variable` ({} when None). Errors name the
-    setting and the variable, never the value: headers carry secrets."""
-    if not variable:
-        return {}
-    where = f"retrieval.http.headers_env names {variable}"
-    raw = os.environ.get(variable)
-    if raw is None:
-        raise ValueError(f"{where}, which is not set in the environment")
-    try:
-        headers = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        # Only the position: the message of a JSON error quotes no input, but the text around it would.
-        raise ValueError(f"{where}, which is not valid JSON (line {exc.lineno}, column {exc.colno})") from None
-    if not isinstance(headers, dict):
-        kind = _JSON_KINDS.get(type(headers), type(headers).__name__)
-        raise ValueError(f"{where}, which holds a JSON {kind}, not an object of headers")
-    bad = sorted(name for name, value in headers.items() if not isinstance(value, str))
-    if bad:
-        raise ValueError(f"{where}, whose headers {bad} have values that are not strings")
+def request_headers(http: HttpParams, setting: Callable[[str], str] = "retrieval.http.{}".format) -> dict[str, str]:
+    """The headers of `headers_env` plus the bearer key of `api_key_env`. `setting(field)` is the dotted key the
+    field was written under (a variant may set its own), for the CredentialError naming a missing or unusable
+    variable."""
+    headers = headers_from_env(http.headers_env, setting("headers_env"))
+    if http.api_key_env:
+        key = bearer_key(http.api_key_env, setting("api_key_env"))
+        if any(name.lower() == "authorization" for name in headers):
+            raise CredentialError(setting("headers_env"), str(http.headers_env),
+                                  f"which sets Authorization, which {setting('api_key_env')} also sets; keep one")
+        headers["Authorization"] = f"Bearer {key}"
     return headers

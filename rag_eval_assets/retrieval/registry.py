@@ -45,6 +45,12 @@ class Variant:
     kind: str
     params: BaseModel
     parts: tuple[Variant, ...] = ()  # the variants a fusion combines
+    # the parameters the variant sets itself in `retrievers:`; the others come from `retrieval.<kind>`
+    own: frozenset[str] = field(default=frozenset(), compare=False)
+
+    def setting(self, parameter: str) -> str:
+        """The dotted key of rag_eval.yaml that `parameter` of this variant was written under."""
+        return f"retrievers.{self.name}.{parameter}" if parameter in self.own else f"retrieval.{self.kind}.{parameter}"
 
     def version(self) -> dict[str, Any]:
         """The retriever part of the version tuple: name, kind and every parameter, the parts' included."""
@@ -82,6 +88,11 @@ class RetrieverKind(Protocol):
                 folders: Sequence[Sequence[str]] | None) -> list[Any]:
         """A service under test (own_answers): one call per question, each a SutResponse or the exception that
         ended the call; never raises for one question's failure."""
+
+    def check_environment(self, variant: Variant) -> None:
+        """A service under test (own_answers): read what the variant's parameters name in the environment (a key,
+        headers) as `respond` reads it; raises credentials.CredentialError for a variable that is unset or
+        unusable. Preflight calls it before any input is written."""
 
 
 KINDS: dict[str, RetrieverKind] = {}
@@ -190,7 +201,7 @@ def resolve_variants(raw: object, sections: Mapping[str, Mapping[str, Any]]) -> 
         columns = [KINDS[p.kind].score_column for p in parts]
         if len(set(columns)) != len(columns):
             problems.append(((*loc, "of"), "a fusion combines one lexical and one dense retriever"))
-        variant = Variant(name, kind, params, tuple(parts))
+        variant = Variant(name, kind, params, tuple(parts), frozenset(overrides))
         if name in declared:
             resolved[name] = variant
         return variant

@@ -15,7 +15,8 @@ PASSED = dg.DataVersion("passed")
 
 @dg.asset(group_name="inputs", kinds={"python"}, code_version="1")
 def preflight(settings: RagEvalSettings) -> dg.MaterializeResult:
-    """Configuration, evalset (parsed, validated, frozen version unchanged), corpus, chunking and gold resolution,
-    checked before the input assets run: a problem fails this step, so nothing is written. Stores no table; runs
-    with every run of the inputs job that materializes anything (defs/staleness.py)."""
+    """Configuration, the credentials it names by environment variable (llm and service keys, service headers: set
+    and usable, their values never shown), evalset (parsed, validated, frozen version unchanged), corpus, chunking
+    and gold resolution, checked before the input assets run: a problem fails this step, so nothing is written.
+    Stores no table; runs with every run of the inputs job that materializes anything (defs/staleness.py)."""
     return dg.MaterializeResult(metadata=check_inputs(settings.load()), data_version=PASSED)

@@ -11,7 +11,7 @@ from pydantic import BaseModel, StrictFloat, StrictInt, StrictStr
 
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.http_retry import HttpCallError
-from rag_eval_assets.retrieval.http_sut import SutResponse, client_for
+from rag_eval_assets.retrieval.http_sut import SutResponse, client_for, request_headers
 from rag_eval_assets.retrieval.registry import BuiltIndexes, IndexNeed, Variant
 from rag_eval_assets.retrieval.sut_url import url_problems
 from rag_eval_assets.settings_base import Loc, Section, above, at_least
@@ -46,6 +46,9 @@ class HttpKind:
     def problems(self, params: HttpParams) -> list[tuple[str, str]]:
         return [] if params.base_url else [("base_url", "required when the http retriever is listed")]
 
+    def check_environment(self, variant: Variant) -> None:
+        request_headers(variant.params, variant.setting)
+
     def needs(self, variant: Variant, language: str) -> list[IndexNeed]:
         return []
 
@@ -55,7 +58,7 @@ class HttpKind:
     def respond(self, variant: Variant, texts: Sequence[str], depth: int,
                 folders: Sequence[Sequence[str]] | None) -> list[SutResponse | Exception]:
         out: list[SutResponse | Exception] = []
-        with client_for(variant.params) as client:
+        with client_for(variant.params, setting=variant.setting) as client:
             for i, text in enumerate(texts):
                 try:
                     out.append(client.ask(text, depth, list(folders[i]) if folders is not None else None))
