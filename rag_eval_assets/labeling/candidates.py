@@ -17,7 +17,7 @@ from rag_eval_assets.retrieval.bm25 import TermFrequencies
 from rag_eval_assets.retrieval.dense import DenseIndex
 from rag_eval_assets.retrieval.embedding_cache import EmbeddingCache
 from rag_eval_assets.retrieval.encoders import get_encoder
-from rag_eval_assets.retrieval.http_sut import client_for
+from rag_eval_assets.retrieval.kinds.http import client_for
 from rag_eval_assets.retrieval.kinds.bm25 import BM25_INDEX
 from rag_eval_assets.retrieval.registry import BuiltIndexes, IndexNeed, kind_of
 from rag_eval_assets.retrieval.retrievers import run_retriever

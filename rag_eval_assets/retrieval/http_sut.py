@@ -23,19 +23,16 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 import pandas as pd
 
-from rag_eval_assets.credentials import CredentialError, bearer_key, headers_from_env
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.http_retry import RetryPolicy, send_with_retries
 from rag_eval_assets.redaction import redact_url
 from rag_eval_assets.retrieval.sut_url import request_url, shown_url, url_problems
 
-if TYPE_CHECKING:  # the kind's module imports this one
-    from rag_eval_assets.retrieval.kinds.http import HttpParams
 
 CHUNK_LIST_KEYS = ("retrieved_chunks", "chunks")
 # Required string fields of a chunk, and whether "" is allowed ("" heading_path: text before any heading).
@@ -323,33 +320,3 @@ def sut_chunks_frame(results: pd.DataFrame) -> pd.DataFrame:
             "text": seen["text"].to_numpy(),
         }
     )
-
-
-def client_for(http: HttpParams, base_url: str | None = None,
-               setting: Callable[[str], str] = "retrieval.http.{}".format) -> HttpSutClient:
-    """The client of `retrieval.http` (its key and headers from the environment variables it names, its timeouts
-    and retries), at `base_url` when given instead of the configured one; `setting` as in request_headers."""
-    return HttpSutClient(
-        HttpSutConfig(
-            base_url=base_url or http.base_url,
-            path=http.path,
-            headers=request_headers(http, setting),
-            connect_timeout=http.connect_timeout,
-            read_timeout=http.read_timeout,
-            retry=RetryPolicy(max_attempts=http.max_attempts),
-        )
-    )
-
-
-def request_headers(http: HttpParams, setting: Callable[[str], str] = "retrieval.http.{}".format) -> dict[str, str]:
-    """The headers of `headers_env` plus the bearer key of `api_key_env`. `setting(field)` is the dotted key the
-    field was written under (a variant may set its own), for the CredentialError naming a missing or unusable
-    variable."""
-    headers = headers_from_env(http.headers_env, setting("headers_env"))
-    if http.api_key_env:
-        key = bearer_key(http.api_key_env, setting("api_key_env"))
-        if any(name.lower() == "authorization" for name in headers):
-            raise CredentialError(setting("headers_env"), str(http.headers_env),
-                                  f"which sets Authorization, which {setting('api_key_env')} also sets; keep one")
-        headers["Authorization"] = f"Bearer {key}"
-    return headers

@@ -4,14 +4,15 @@ its answers for every k are read."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated, ClassVar
 
 from pydantic import BaseModel, StrictFloat, StrictInt, StrictStr
 
+from rag_eval_assets.credentials import CredentialError, bearer_key, headers_from_env
 from rag_eval_assets.errors import InputError
-from rag_eval_assets.http_retry import HttpCallError
-from rag_eval_assets.retrieval.http_sut import SutResponse, client_for, request_headers
+from rag_eval_assets.http_retry import HttpCallError, RetryPolicy
+from rag_eval_assets.retrieval.http_sut import HttpSutClient, HttpSutConfig, SutResponse
 from rag_eval_assets.retrieval.registry import BuiltIndexes, IndexNeed, Variant
 from rag_eval_assets.retrieval.sut_url import url_problems
 from rag_eval_assets.settings_base import Loc, Section, above, at_least
@@ -68,3 +69,33 @@ class HttpKind:
 
 
 KIND = HttpKind()
+
+
+def client_for(http: HttpParams, base_url: str | None = None,
+               setting: Callable[[str], str] = "retrieval.http.{}".format) -> HttpSutClient:
+    """The client of `retrieval.http` (its key and headers from the environment variables it names, its timeouts
+    and retries), at `base_url` when given instead of the configured one; `setting` as in request_headers."""
+    return HttpSutClient(
+        HttpSutConfig(
+            base_url=base_url or http.base_url,
+            path=http.path,
+            headers=request_headers(http, setting),
+            connect_timeout=http.connect_timeout,
+            read_timeout=http.read_timeout,
+            retry=RetryPolicy(max_attempts=http.max_attempts),
+        )
+    )
+
+
+def request_headers(http: HttpParams, setting: Callable[[str], str] = "retrieval.http.{}".format) -> dict[str, str]:
+    """The headers of `headers_env` plus the bearer key of `api_key_env`. `setting(field)` is the dotted key the
+    field was written under (a variant may set its own), for the CredentialError naming a missing or unusable
+    variable."""
+    headers = headers_from_env(http.headers_env, setting("headers_env"))
+    if http.api_key_env:
+        key = bearer_key(http.api_key_env, setting("api_key_env"))
+        if any(name.lower() == "authorization" for name in headers):
+            raise CredentialError(setting("headers_env"), str(http.headers_env),
+                                  f"which sets Authorization, which {setting('api_key_env')} also sets; keep one")
+        headers["Authorization"] = f"Bearer {key}"
+    return headers
