@@ -1,5 +1,5 @@
-"""Alerts: one message per event (a worse or incompatible verdict; a failed or canceled nightly run) posted to an
-incoming webhook.
+"""Alerts: one message per event (a worse or incompatible verdict; a failed or canceled nightly run, or a failed
+`rag-eval run`) posted to an incoming webhook.
 
 The body is Slack's incoming-webhook JSON: `text` is the whole message in plain text (what Mattermost, a Teams
 workflow or a generic receiver reads, and Slack's notification fallback) and `blocks` the same in Slack's mrkdwn.
@@ -62,11 +62,13 @@ def verdict_alert(comparison: dict[str, Any], run_dir: Path, report: Path, evals
 
 
 def failure_alert(job: str, partition: str | None, run_id: str, status: str, error: str | None,
-                  night: str | None) -> Alert:
+                  night: str | None, run_dir: Path | None = None) -> Alert:
+    """A failed or canceled run: a night's (`night`) or one started by hand; `run_dir` when it wrote one."""
     where = job + (f" [{partition}]" if partition else "")
     lines = [f"night: {night}" if night else None, f"job: {where}", f"dagster run: {run_id}",
-             f"error: {error}" if error else None]
-    return Alert("failed", f"rag-eval: nightly run {status.lower()} — {where}", tuple(x for x in lines if x))
+             f"error: {error}" if error else None, f"run directory: {run_dir}" if run_dir else None]
+    title = f"rag-eval: {'nightly ' if night else ''}run {status.lower()} — {where}"
+    return Alert("failed", title, tuple(x for x in lines if x))
 
 
 def webhook_url(env_var: str) -> str | None:

@@ -25,16 +25,17 @@ INPUT_ERROR = 2  # exit code of a bad input file or setting (named by file, line
 INSTANCE_SETTINGS = Path(__file__).resolve().parents[1] / "deploy" / "dagster.yaml"
 
 
-def _execute(defs, settings, instance, log, force: bool) -> tuple[bool, list[str], bool]:
+def _execute(defs, settings, instance, log, force: bool) -> tuple[str | None, list[str], bool]:
     """Materialize what is missing or stale through the jobs (everything with `force`); then print one line per
     asset (and partition): materialized with its row count, up to date, or (after a failure) why it still needs a
-    run. Returns whether every run succeeded, why not, and whether an input error (a file, line and field) was why."""
+    run. Returns the Dagster run that failed (None when every run succeeded), why it failed, and whether an input
+    error (a file, line and field) was why."""
     from rag_eval_assets.defs.jobs import pipeline_stages, run_pipeline
     from rag_eval_assets.defs.run_guard import own_tags, recover_dead_runs, watching
     from rag_eval_assets.defs.staleness import Planner
 
     errors: list[str] = []
-    ok = True
+    failed_run = None
     input_error = False
     with log:  # everything the runs log, from here on, goes to the log file
         for line in recover_dead_runs(instance):
@@ -63,7 +64,7 @@ def _execute(defs, settings, instance, log, force: bool) -> tuple[bool, list[str
                 if not check.passed:
                     failed_checks.append(f"check {name} failed: {redact_text(check.description or 'no description')}")
             if not step.result.success:
-                ok = False
+                failed_run = step.result.run_id
                 # A failed blocking check says why in its own description; Dagster's error only names it.
                 errors += failed_checks
                 for event in step.result.all_events:
@@ -81,7 +82,7 @@ def _execute(defs, settings, instance, log, force: bool) -> tuple[bool, list[str
         for key, partition, why in planner.listing(pipeline_stages(settings)):
             state = materialized.get((key, partition)) or (f"not run: {why}" if why else "up to date")
             print(f"  {key.to_user_string() + (f'[{partition}]' if partition else ''):<44} {state}")
-    return ok, errors, input_error
+    return failed_run, errors, input_error
 
 
 def _dagster_home(config_file: Path) -> None:
@@ -126,16 +127,36 @@ def _pipeline_instance(config_file: Path, instance_dir: Path | None):
         yield instance
 
 
+FAILURE_LINE = 200  # characters of the reason on the line that says a run failed; all of it is on stderr
+
+
 @dataclass(frozen=True)
 class _Outcome:
     ok: bool
     input_error: bool
     run_dir: Path | None  # the run directory this pipeline wrote, if it got that far
     log_file: Path
+    errors: tuple[str, ...] = ()  # why it failed: the failed checks (name and description) and step errors
 
     @property
     def exit_code(self) -> int:
         return 0 if self.ok else INPUT_ERROR if self.input_error else 1
+
+    def failure_line(self) -> str:
+        """What a failed pipeline says first: that it failed, and why: the first reason (a check's name and
+        description, or a step's error), cut after its first parts past FAILURE_LINE characters; every reason is
+        whole on stderr above."""
+        if not self.errors:
+            return f"run failed (exit {self.exit_code}): see the log {self.log_file}"
+        parts = self.errors[0].split("; ")
+        shown = parts[0]
+        for part in parts[1:]:
+            if len(shown) >= FAILURE_LINE:
+                shown += "; …"
+                break
+            shown += f"; {part}"
+        more = f" (and {len(self.errors) - 1} more reasons above)" if len(self.errors) > 1 else ""
+        return f"run failed (exit {self.exit_code}): {shown}{more}"
 
     def where(self) -> str:
         """Where to look: the run directory and its report when written, and the log."""
@@ -154,14 +175,26 @@ def _pipeline(defs, settings, instance, verbose: bool, force: bool = False) -> _
 
     before = set(list_runs(settings.runs_dir))
     log = RunLog(settings.runs_dir, verbose)
-    ok, errors, input_error = _execute(defs, settings, instance, log, force)
+    failed_run, errors, input_error = _execute(defs, settings, instance, log, force)
+    ok = failed_run is None
     written = [path for path in list_runs(settings.runs_dir) if path not in before]
     for error in errors:
         print(error, file=sys.stderr)
+    if not ok and settings.alerts is not None and "failed" in settings.alerts.on:
+        _alert_failure(settings, instance, failed_run, errors)
     # The log goes into the run directory this pipeline wrote, never into an earlier one it points at.
     log_file = log.keep(written[0] if written else None, failed=not ok)
     run_dir = written[0] if written else _current_run_dir(defs, instance) if ok else None
-    return _Outcome(ok, input_error, run_dir, log_file)
+    return _Outcome(ok, input_error, run_dir, log_file, tuple(errors))
+
+
+def _alert_failure(settings, instance, run_id: str, errors: list[str]) -> None:
+    """The failed run's alert (alerts.on: failed), as the nightly sensors send it for a night's runs: the sensors
+    watch only nightly runs, and no daemon need be running for this one."""
+    from rag_eval_assets.defs.automation import failed_run_alert
+
+    what = failed_run_alert(settings, instance.get_run_by_id(run_id), errors[0] if errors else None)
+    print(f"rag-eval: failure alert: {what}", file=sys.stderr)
 
 
 def _current_run_dir(defs, instance) -> Path | None:
@@ -198,14 +231,17 @@ def _run(args: argparse.Namespace) -> int:
     defs = build_defs(settings.config_file)
     with _pipeline_instance(settings.config_file, None) as instance:
         outcome = _pipeline(defs, settings, instance, args.verbose, args.force)
-    if outcome.ok:
+    if not outcome.ok:
+        # Never the verdict of a run that failed on something else (an outage's "no significant change", exit 0).
+        print(outcome.failure_line())
+    else:
         print(f"tables under {settings.assets_dir}")
-    # A run whose gate failed still wrote its run directory and report: say where, and the verdict, either way.
-    if outcome.run_dir:
-        comparison = outcome.run_dir / COMPARISON_JSON
-        verdict = recorded_verdict(json.loads(comparison.read_text(encoding="utf-8"))) if comparison.is_file() \
-            else "no baseline run yet: nothing to compare"
-        print(f"verdict: {verdict}")
+        comparison = outcome.run_dir / COMPARISON_JSON if outcome.run_dir else None
+        if comparison is not None:
+            verdict = recorded_verdict(json.loads(comparison.read_text(encoding="utf-8"))) if comparison.is_file() \
+                else "no baseline run yet: nothing to compare"
+            print(f"verdict: {verdict}")
+    # A failed run may still have written its run directory and report: say where either way.
     print(outcome.where())
     return outcome.exit_code
 
@@ -249,7 +285,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     with _pipeline_instance(config_file, out / "dagster") as instance:
         outcome = _pipeline(defs, settings, instance, args.verbose)
         if not outcome.ok:
-            print(outcome.where())
+            print(f"{outcome.failure_line()}\n{outcome.where()}")
             return outcome.exit_code
         with _asset_values(defs, instance) as load:
             aggregate = load("retrieval_metrics")
@@ -318,7 +354,7 @@ def _benchmark(args: argparse.Namespace) -> int:
         with _pipeline_instance(config_file, target / "dagster") as instance:
             outcome = _pipeline(defs, settings, instance, args.verbose)
             if not outcome.ok:
-                print(f"dataset {dataset.name} failed\n{outcome.where()}", file=sys.stderr)
+                print(f"dataset {dataset.name}: {outcome.failure_line()}\n{outcome.where()}", file=sys.stderr)
                 return outcome.exit_code
             with _asset_values(defs, instance) as load:
                 table = load("answer_metrics")
@@ -449,6 +485,9 @@ def _baseline(args: argparse.Namespace) -> int:
             print(f"error: the run {args.run} cannot be read: {exc}", file=sys.stderr)
             return MISSING_RUN
         print(f"accepted {path.name} as a baseline: later runs of its evalset compare with it ({marker})")
+        not_good = json.loads(marker.read_text(encoding="utf-8"))["not_good"]
+        if not_good:
+            print(f"although it is not a good run: {not_good}")
         return 0
     if settings is None:
         print("error: no rag_eval.yaml here; give --config", file=sys.stderr)
@@ -458,8 +497,8 @@ def _baseline(args: argparse.Namespace) -> int:
                              config_file=str(settings.config_file))
     print(f"baseline of the next run of {version}: {chosen.path.name if chosen.path else 'none yet'}")
     print(f"policy: {chosen.policy}")
-    if chosen.skipped:
-        print(f"skipped (worse, not accepted): {', '.join(chosen.skipped)}")
+    for skipped in chosen.skipped:
+        print(f"skipped {skipped.run_id}: {skipped.why}")
     return 0
 
 

@@ -145,7 +145,7 @@ def _webhook_variable(name: str) -> str:
 class AlertSettings(Section):
     # The incoming-webhook URL is a secret: only the name of the environment variable holding it is configured.
     webhook_url_env: Annotated[StrictStr, AfterValidator(_webhook_variable)] = Field("", validate_default=True)
-    # verdicts (worse, incompatible) and failed or canceled nightly runs
+    # verdicts (worse, incompatible); failed: failed or canceled nightly runs and failed `rag-eval run`s
     on: tuple[Literal["worse", "incompatible", "failed"], ...] = ("worse", "failed")
 
     @model_validator(mode="before")

@@ -10,6 +10,7 @@ from rag_eval_assets.defs.jobs import QUIET_CONSOLE
 from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
 from rag_eval_assets.defs.storage.table_store import TableStore
 from rag_eval_assets.definitions import build_defs
+from rag_eval_assets.runs.status import NOT_FINISHED, RunStatus, read_status, why_not_good
 from rag_eval_assets_tests.sample_config import write_sample_config
 
 
@@ -86,11 +87,13 @@ def test_sensor_walks_a_night_through_what_is_missing_then_a_quiet_night_runs_no
         run(report, "metrics_job")
         store = TableStore(tmp_path / "store" / "assets")
         assert store.current()["tables"] == {}  # every stage succeeded, but nothing is current before the commit
+        (run_dir,) = (tmp_path / "store" / "runs").iterdir()  # one run directory, not a baseline before the commit
+        assert why_not_good(run_dir) == NOT_FINISHED
         staged = store.staged("nightly-2026-11-22")
         assert _requests(defs, instance) == []  # the night is complete: the sensor commits it
         assert store.current()["tables"] == staged and "answers/retriever=dense/k=5" in staged
         assert store.staged("nightly-2026-11-22") == {}
-        assert len(list((tmp_path / "store" / "runs").iterdir())) == 1  # and left one run directory
+        assert read_status(run_dir) == RunStatus("good", "nightly-2026-11-22")  # now a baseline for later nights
 
         # The next night nothing changed: it fingerprints the files, nothing is stale, nothing else runs.
         quiet = _start_night(defs, instance, 23)

@@ -24,6 +24,7 @@ from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, GRID_JOB, INPUTS_JOB, MET
 from rag_eval_assets.defs.staleness import Planner
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.evalset.freeze import evalset_sha256
+from rag_eval_assets.runs.store import list_runs
 from rag_eval_assets.runs.versions import run_versions
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.sample_config import SAMPLE, SAMPLE_EVALSET
@@ -118,7 +119,12 @@ def history(tmp_path_factory):
             dense = instance.get_latest_materialization_event(
                 dg.AssetKey.from_user_string(DENSE)).asset_materialization
         steps["note_encoded"] = (dense.metadata["encoded"].value, chunks_before, chunks_after)
+        # The note was edited on purpose: its run, incompatible with the last good one, is accepted as the baseline.
+        note_run = list_runs(tmp / "store" / "runs")[0]
+        steps["accept"] = main(["--config", str(config), "baseline", "accept", note_run.name])
         steps["note_again"] = _run(config)
+        steps["note_again_base"] = json.loads((list_runs(tmp / "store" / "runs")[0] / "comparison.json").read_text(
+            encoding="utf-8"))["base_run_id"], note_run.name
     return steps
 
 
@@ -170,9 +176,11 @@ def test_editing_one_note_reencodes_only_its_changed_chunks(history):
 def test_what_a_failed_pipeline_wrote_is_redone_not_taken_as_up_to_date(history):
     # The note's pipeline failed at its gate and committed nothing: Dagster records its materializations, but
     # readers never saw them, so the next run does them again instead of calling them up to date (its baseline is
-    # now the failed run, on the same corpus, so it passes and commits).
+    # now the failed run, accepted by hand, on the same corpus, so it passes and commits).
     code, listing = history["note_again"]
-    assert code == 0
+    assert history["accept"] == 0 and code == 0
+    base, accepted = history["note_again_base"]
+    assert base == accepted
     assert {"corpus_documents", "chunks", DENSE, "evaluation_run"} <= _materialized(listing)
     assert listing["evalset"] == "up to date"
 

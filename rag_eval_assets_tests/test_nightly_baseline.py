@@ -14,6 +14,8 @@ import pytest
 from rag_eval_assets.cli import main
 from rag_eval_assets.defs.automation import NIGHT_TAG
 from rag_eval_assets.definitions import build_defs
+from rag_eval_assets.runs.baseline import NEWEST_GOOD
+from rag_eval_assets.runs.status import RunStatus, read_status
 from rag_eval_assets.runs.store import COMPARISON_JSON, RUN_DIR_MODE, list_runs
 from rag_eval_assets_tests.synthetic_beir import write_collection
 from rag_eval_assets_tests.webhook_receiver import webhook_receiver
@@ -64,7 +66,7 @@ def nights(tmp_path_factory):
             comparison = json.loads((new / COMPARISON_JSON).read_text()) if (new / COMPARISON_JSON).is_file() else None
             evalset = json.loads((new / "config.json").read_text())["version_tuple"]["dataset"]["eval_set_version"]
             state["nights"].append({"name": name, "code": code, "dir": new, "comparison": comparison,
-                                    "evalset": evalset, "messages": len(hook.received)})
+                                    "evalset": evalset, "messages": len(hook.received), "status": read_status(new)})
 
         night("good", GOOD)
         night("broken", BROKEN)
@@ -94,7 +96,8 @@ def nights(tmp_path_factory):
                     }
             state["reexecutions"] = reexecutions
             state["after_reexecution"] = {"dirs": list_runs(runs_dir), "messages": len(hook.received),
-                                          "comparison": json.loads((failed_dir / COMPARISON_JSON).read_text())}
+                                          "comparison": json.loads((failed_dir / COMPARISON_JSON).read_text()),
+                                          "status": read_status(failed_dir)}
 
             # The failure sensor sees the worse night as nightly: its own verdict alert already covered it.
             instance.add_run_tags(failed.run_id, {NIGHT_TAG: "2026-11-23"})
@@ -144,9 +147,12 @@ def test_a_regression_stays_worse_against_the_last_good_night(nights):
     for n, skipped in ((broken, []), (again, [broken["dir"].name])):
         c = n["comparison"]
         assert (c["verdict"], c["base_run_id"]) == ("worse", good["dir"].name)
-        assert c["baseline"] == {"run_id": good["dir"].name, "skipped_worse": skipped,
-                                 "policy": "newest earlier run of the same evalset whose verdict was not worse, "
-                                           "or that was accepted"}
+        assert c["baseline"]["run_id"] == good["dir"].name and c["baseline"]["policy"] == NEWEST_GOOD
+        assert [s["run_id"] for s in c["baseline"]["skipped"]] == skipped
+    (why,) = [s["why"] for s in again["comparison"]["baseline"]["skipped"]]
+    assert why.startswith("check run_comparison:quality_gate failed: worse: bm25@1: ndcg@k delta ")
+    assert broken["status"] == RunStatus("failed", broken["status"].pipeline, (why,))
+    assert good["status"].state == "good"
 
 
 def test_re_executing_the_failed_run_keeps_its_verdict_and_its_run_directory(nights):
@@ -162,6 +168,9 @@ def test_re_executing_the_failed_run_keeps_its_verdict_and_its_run_directory(nig
     assert [p.name for p in after["dirs"]] == [n["dir"].name for n in reversed(nights["nights"][:3])]
     assert (after["comparison"]["verdict"], after["comparison"]["base_run_id"]) == ("worse",
                                                                                      nights["nights"][0]["dir"].name)
+    # Rewritten, and failed again: still no baseline.
+    assert after["status"].state == "failed" and after["status"].reasons[0].startswith(
+        "check run_comparison:quality_gate failed: worse: ")
 
 
 def test_an_accepted_run_becomes_the_baseline(nights):

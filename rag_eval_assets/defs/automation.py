@@ -10,8 +10,9 @@ A night is one pipeline (PIPELINE_TAG `nightly-<night>` on every run): once noth
 commits its tables, so a night that fails anywhere leaves the last good night's tables current.
 
 With `alerts.on` holding `failed`, a failed or canceled nightly run posts one alert through run-status sensors
-(running by default: a configured alert is meant to fire). A metrics run that failed because its verdict was worse
-is left to the verdict's own alert, so a worse night gives one message, not two.
+(running by default: a configured alert is meant to fire); a failed `rag-eval run` posts its own (cli.py), through
+the same failed_run_alert. A metrics run that failed because its verdict was worse is left to the verdict's own
+alert, so a worse night gives one message, not two.
 """
 
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGra
 
 from rag_eval_assets.alerts import failure_alert, send, webhook_url
 from rag_eval_assets.runs.baseline import verdict_of
+from rag_eval_assets.runs.status import FAILED, read_status
 from rag_eval_assets.runs.store import run_of_pipeline
 
 from rag_eval_assets.defs.fingerprints import CORPUS_FILES, EVALSET_FILE
@@ -93,10 +95,16 @@ def nightly_requests(instance: dg.DagsterInstance, asset_graph: BaseAssetGraph, 
     return dg.SkipReason(f"night {night} is complete" + (f"; committed {len(committed)} tables" if committed else ""))
 
 
-def failed_run_alert(settings: Settings, run: dg.DagsterRun, error: str | None) -> str:
-    """Send the alert of a failed or canceled nightly run; what happened (for the sensor's log and tests)."""
+def nightly_run_alert(settings: Settings, run: dg.DagsterRun, error: str | None) -> str:
+    """The sensors' alert: only for a night's runs (`rag-eval run` sends its own, and needs no daemon)."""
     if NIGHT_TAG not in run.tags:
         return "not a nightly run: no alert"
+    return failed_run_alert(settings, run, error)
+
+
+def failed_run_alert(settings: Settings, run: dg.DagsterRun, error: str | None) -> str:
+    """Send the alert of a failed or canceled run; what happened (for the sensor's log, the terminal and tests).
+    The failed checks its run directory recorded say why better than Dagster's error, which only names them."""
     written = run_of_pipeline(settings.runs_dir, run.root_run_id or run.run_id)
     verdict = verdict_of(written) if written is not None else None
     if verdict in ("worse", "incompatible"):
@@ -104,8 +112,11 @@ def failed_run_alert(settings: Settings, run: dg.DagsterRun, error: str | None) 
     url = webhook_url(settings.alerts.webhook_url_env)
     if url is None:
         return f"not sent: alerts.webhook_url_env names {settings.alerts.webhook_url_env}, which is not set"
-    alert = failure_alert(run.job_name, run.tags.get("dagster/partition"), run.run_id, run.status.value, error,
-                          run.tags[NIGHT_TAG])
+    status = read_status(written) if written is not None else None
+    if status is not None and status.state == FAILED:
+        error = "; ".join(status.reasons)
+    alert = failure_alert(run.job_name, run.tags.get(PARTITION_TAG), run.run_id, run.status.value, error,
+                          run.tags.get(NIGHT_TAG), written)
     return send(alert, url) or "sent (failed)"
 
 
@@ -126,13 +137,13 @@ def alert_sensors(settings: Settings) -> list[dg.SensorDefinition]:
     @dg.run_failure_sensor(name="nightly_failure_alert", default_status=dg.DefaultSensorStatus.RUNNING)
     def nightly_failure_alert(context: dg.RunFailureSensorContext):
         """Posts an alert when a nightly run fails (alerts.on: failed)."""
-        context.log.info(failed_run_alert(settings, context.dagster_run, _first_error(context)))
+        context.log.info(nightly_run_alert(settings, context.dagster_run, _first_error(context)))
 
     @dg.run_status_sensor(run_status=dg.DagsterRunStatus.CANCELED, name="nightly_cancel_alert",
                           default_status=dg.DefaultSensorStatus.RUNNING)
     def nightly_cancel_alert(context: dg.RunStatusSensorContext):
         """Posts an alert when a nightly run is canceled (alerts.on: failed)."""
-        context.log.info(failed_run_alert(settings, context.dagster_run, "canceled"))
+        context.log.info(nightly_run_alert(settings, context.dagster_run, "canceled"))
 
     return [nightly_failure_alert, nightly_cancel_alert]
 

@@ -3,7 +3,7 @@
 Assets with different partitioning cannot share a run, so the whole pipeline is these jobs in this order; the CLI,
 `make run` and the nightly schedule all go through them, each run materializing only what is missing or stale
 (defs/staleness.py). Every run of one pipeline carries the same PIPELINE_TAG, and its tables become the ones
-readers see only when its last run has succeeded (commit_pipeline).
+readers see, and its run directory a good run, only when its last run has succeeded (commit_pipeline).
 """
 
 import uuid
@@ -19,6 +19,8 @@ from rag_eval_assets.defs.partitions import SUT_GROUP, answer_grid_partitions, r
 from rag_eval_assets.defs.staleness import Planner, Stage, Step, every_step
 from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
 from rag_eval_assets.defs.storage.table_store import TableStore
+from rag_eval_assets.runs.status import mark_good
+from rag_eval_assets.runs.store import list_runs
 from rag_eval_assets.settings import Settings
 
 INPUTS_JOB = "inputs_job"
@@ -76,8 +78,11 @@ def pipeline_stages(settings: Settings) -> list[Stage]:
 
 
 def commit_pipeline(settings: Settings, pipeline: str) -> list[str]:
-    """Make the tables `pipeline` wrote current, in one put of current.json; the entries committed."""
-    return TableStore(settings.assets_dir).commit(pipeline)
+    """Make the tables `pipeline` wrote current, in one put of current.json, then its run directory good (a later
+    run may take it as its baseline: runs/status.py); the entries committed."""
+    committed = TableStore(settings.assets_dir).commit(pipeline)
+    mark_good(list_runs(settings.runs_dir), pipeline)
+    return committed
 
 
 def run_pipeline(

@@ -2,11 +2,13 @@
 
 The policy, recorded in every comparison.json under "baseline":
 - `report.baseline_run_id` pins one run;
-- otherwise the baseline is the newest earlier run of the same evalset that is *accepted*: its verdict was not
-  `worse`, or a person accepted it (`rag-eval baseline accept RUN`, or the `accept_baseline` job in the UI).
+- otherwise the baseline is the newest earlier run of the same evalset that is *good* (runs/status.py: every
+  blocking check passed, call health, invariants and quality gate, and its pipeline finished), or that a person
+  accepted (`rag-eval baseline accept RUN`, or the `accept_baseline` job in the UI).
 
-A broken night is therefore compared with the last good one, and so is the next broken night: a regression stays
-`worse` until it is fixed or accepted, instead of becoming the baseline that makes the next broken night look fine.
+A broken night (worse, an LLM outage, a crash) is therefore compared with the last good one, and so is the next
+broken night: a regression stays `worse` until it is fixed or accepted, and a night whose calls failed never becomes
+the baseline that makes the next night look fine or bad.
 """
 
 from __future__ import annotations
@@ -14,30 +16,45 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from rag_eval_assets.errors import InputError, InputProblem
+from rag_eval_assets.runs.status import why_not_good
 from rag_eval_assets.runs.store import COMPARISON_JSON, TIMESTAMP_FORMAT, list_runs, read_run, run_eval_set_version
 
 ACCEPTED_FILE = "accepted.json"
 PINNED = "pinned by report.baseline_run_id"
-NEWEST_ACCEPTED = "newest earlier run of the same evalset whose verdict was not worse, or that was accepted"
-WORSE = "worse"
+NEWEST_GOOD = ("newest earlier run of the same evalset whose blocking checks passed and whose pipeline finished, "
+               "or that was accepted")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A newer run of the evalset passed over, and why."""
+
+    run_id: str
+    why: str
 
 
 @dataclass(frozen=True)
 class Baseline:
     path: Path | None
     policy: str
-    skipped: tuple[str, ...] = ()  # newer runs of the evalset passed over: worse and not accepted
+    skipped: tuple[Skipped, ...] = ()
 
     def record(self) -> dict[str, Any]:
         return {"run_id": self.path.name if self.path else None, "policy": self.policy,
-                "skipped_worse": list(self.skipped)}
+                "skipped": [{"run_id": s.run_id, "why": s.why} for s in self.skipped]}
+
+    @classmethod
+    def recorded(cls, path: Path, record: Mapping[str, Any]) -> Baseline:
+        """The baseline as a comparison.json recorded it (`record`: its "baseline"), at `path`."""
+        return cls(path, record.get("policy", NEWEST_GOOD),
+                   tuple(Skipped(s["run_id"], s["why"]) for s in record.get("skipped") or ()))
 
 
 def verdict_of(run_dir: Path) -> str | None:
@@ -48,8 +65,9 @@ def verdict_of(run_dir: Path) -> str | None:
         return None
 
 
-def is_accepted(run_dir: Path) -> bool:
-    return (run_dir / ACCEPTED_FILE).is_file() or verdict_of(run_dir) != WORSE
+def why_not_baseline(run_dir: Path) -> str | None:
+    """None when the run may be a baseline (accepted by hand, or good), else why not."""
+    return None if (run_dir / ACCEPTED_FILE).is_file() else why_not_good(run_dir)
 
 
 def choose_baseline(
@@ -76,20 +94,23 @@ def choose_baseline(
     for path in runs:
         if run_eval_set_version(path) != eval_set_version:
             continue
-        if is_accepted(path):
-            return Baseline(path, NEWEST_ACCEPTED, tuple(skipped))
-        skipped.append(path.name)
-    return Baseline(None, NEWEST_ACCEPTED, tuple(skipped))
+        why = why_not_baseline(path)
+        if why is None:
+            return Baseline(path, NEWEST_GOOD, tuple(skipped))
+        skipped.append(Skipped(path.name, why))
+    return Baseline(None, NEWEST_GOOD, tuple(skipped))
 
 
 def accept(run_dir: str | Path, note: str | None = None, now: datetime | None = None) -> Path:
-    """Mark a run as an accepted baseline (written atomically); later runs of its evalset compare with it."""
+    """Mark a run as an accepted baseline (written atomically); later runs of its evalset compare with it, even when
+    it is not good (worse, failed calls, an unfinished pipeline)."""
     run = read_run(run_dir)  # InputError naming what is missing when this is no run directory
     target = run.path / ACCEPTED_FILE
     record = {
         "run_id": run.run_id,
         "accepted_at": (now or datetime.now(timezone.utc)).strftime(TIMESTAMP_FORMAT),
         "verdict": verdict_of(run.path),
+        "not_good": why_not_good(run.path),  # what accepting it overrides, if anything
         "note": note,
     }
     tmp = target.with_name(f".{ACCEPTED_FILE}.tmp")

@@ -6,6 +6,7 @@
         config.json     the full configuration: version tuple, config_hash, ... (secret-looking keys dropped, URLs
                         redacted: redaction.py)
         summary.md      description, configuration, metric table, change against the previous run
+        status.json     whether the run is good: its blocking checks passed and its pipeline finished (status.py)
 
 Run ids are UTC timestamps (`20251218_063617`, then `-2`, `-3` for runs started in the same second). A run is written
 into a hidden temporary directory and renamed into place, so a run directory is either complete or absent.
@@ -39,6 +40,7 @@ CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.md"
 COMPARISON_JSON = "comparison.json"  # the comparison with the run's baseline, when it had one
 COMPARISON_MD = "comparison.md"
+RUN_STATUS_FILE = "status.json"  # runs/status.py
 RUN_ID_FORMAT = "%Y%m%d_%H%M%S"
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # created_at, accepted_at, sent_at: UTC
 TEXT_LIMIT = 200
@@ -378,6 +380,7 @@ def save_run(
     run_id: str | None = None,
     now: datetime | None = None,
     replace: bool = False,
+    status: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write a run directory and return its path.
 
@@ -386,6 +389,7 @@ def save_run(
     summary, the comparison with its baseline: reports/run_directory.py), written with the rest.
     Without `run_id` the id is the UTC time (`now`, default the current time) with -2, -3, ... appended while taken;
     an explicit `run_id` that is taken raises FileExistsError, unless `replace` (a re-execution rewriting its run).
+    `status` (runs/status.py) is written with the rest, so a rewritten run never keeps its old status.
     """
     runs_dir = Path(runs_dir)
     if "aggregate" not in metrics:
@@ -417,6 +421,8 @@ def save_run(
             CONFIG_FILE: json_text(clean_config, sort_keys=True),
             **documents(Run(target, rows, document, clean_config, "")),
         }
+        if status is not None:
+            files[RUN_STATUS_FILE] = json_text(dict(status))
         if _write_atomically(runs_dir, target, rows, files, replace=replace):
             return target
     raise FileExistsError(f"run {runs_dir / stem} already exists")

@@ -14,6 +14,7 @@ from rag_eval_assets.defs.inputs.corpus import latest_unresolved_gold
 from rag_eval_assets.defs.report.accept import accept_baseline
 from rag_eval_assets.defs.metadata import run_versions_of, version_metadata
 from rag_eval_assets.defs.resources import RagEvalSettings
+from rag_eval_assets.defs.storage.parquet_io_manager import pipeline_of_run
 from rag_eval_assets.metrics.aggregate import AGGREGATE_COLUMNS
 from rag_eval_assets.reports.html import CHARTS_DIR, REPORT_FILE, build_report
 from rag_eval_assets.reports.markdown import capped_table, markdown_table
@@ -31,7 +32,8 @@ from rag_eval_assets.runs.reproducibility import reproducibility_fields
 from rag_eval_assets.alerts import send_once, verdict_alert, webhook_url
 from rag_eval_assets.metrics.call_health import call_health
 from rag_eval_assets.redaction import redact_url
-from rag_eval_assets.runs.baseline import NEWEST_ACCEPTED, Baseline, choose_baseline, prune_runs
+from rag_eval_assets.runs.baseline import Baseline, choose_baseline, prune_runs
+from rag_eval_assets.runs.status import mark_failed, mark_good, new_status
 from rag_eval_assets.runs.store import (
     COMPARISON_JSON,
     PIPELINE_RUN_KEY,
@@ -74,6 +76,11 @@ def _same_pipeline_run(context: dg.AssetExecutionContext, s: Settings) -> tuple[
     return root, read_run(existing) if existing is not None else None
 
 
+def _failures(asset: str, checks: list[dg.AssetCheckResult]) -> list[str]:
+    """The failed checks as `rag-eval` names them: "check evaluation_run:call_health failed: why"."""
+    return [f"check {asset}:{c.check_name} failed: {c.description or 'no description'}" for c in checks if not c.passed]
+
+
 def _created(run: Run) -> datetime:
     return datetime.strptime(run.created_at, TIMESTAMP_FORMAT).replace(tzinfo=timezone.utc)
 
@@ -84,7 +91,7 @@ def _baseline_of(s: Settings, eval_set_version: str | None, existing: Run | None
         recorded = existing.comparison.get("baseline") or {}
         path = s.runs_dir / existing.comparison["base_run_id"]
         if path.is_dir():
-            return Baseline(path, recorded.get("policy", NEWEST_ACCEPTED), tuple(recorded.get("skipped_worse", ())))
+            return Baseline.recorded(path, recorded)
     return choose_baseline(s.runs_dir, eval_set_version, pinned=s.report.baseline_run_id,
                            config_file=str(s.config_file), before=existing.run_id if existing else None)
 
@@ -153,6 +160,10 @@ def evaluation_run(
         "cost_usd": float(answers_table["cost_usd"].fillna(0).sum()),
     }
     health = call_health(answers.values(), judged, answer_metrics_per_query)
+    # Known before the directory is written, so that it is written as failed: Dagster fails the step on this
+    # blocking check only after the asset has returned, and a directory written as pending would wait for a
+    # commit that never comes, with no word of why.
+    health_check = call_health_check(s, health)
     versions = run_versions_of(context, s)
     root, existing = _same_pipeline_run(context, s)
     config = run_config(
@@ -182,6 +193,8 @@ def evaluation_run(
         run_id=existing.run_id if existing else None,
         now=_created(existing) if existing else None,
         replace=existing is not None,
+        status=new_status(pipeline_of_run(context.run, context.instance),
+                          _failures("evaluation_run", [health_check])).as_json(),
     )
     run = read_run(path)
     report = build_report(run, gate=s.report.gate)
@@ -212,7 +225,7 @@ def evaluation_run(
             **version_metadata(versions),
         },
     )
-    yield call_health_check(s, health)
+    yield health_check
 
 
 def _endpoint(s: Settings, row) -> tuple[str, str] | None:
@@ -277,12 +290,16 @@ def run_comparison(context: dg.AssetExecutionContext, settings: RagEvalSettings,
     if not comparison_file.is_file():
         yield dg.Output(pd.DataFrame(columns=list(COMPARISON_COLUMNS)),
                         metadata={**verdict_metadata(None), **versions, **_housekeeping(context, s, run_dir, None)})
-        for name in ("invariants_match", "quality_gate"):
-            yield dg.AssetCheckResult(check_name=name, passed=True, description=NO_BASELINE,
-                                      metadata={"status": "nothing to check", "reason": "no baseline run yet"})
+        yield from _record_status(context, run_dir, [
+            dg.AssetCheckResult(check_name=name, passed=True, description=NO_BASELINE,
+                                metadata={"status": "nothing to check", "reason": "no baseline run yet"})
+            for name in ("invariants_match", "quality_gate")])
         return
     comparison = json.loads(comparison_file.read_text(encoding="utf-8"))
     table = comparison_frame(comparison)
+    checks = _gate_checks(comparison)
+    if failures := _failures("run_comparison", checks):
+        mark_failed(run_dir, failures)  # before the output, so that no later failure can skip it
     where = f"the run_comparison table and {comparison_file}"
     yield dg.Output(
         table,
@@ -299,16 +316,31 @@ def run_comparison(context: dg.AssetExecutionContext, settings: RagEvalSettings,
             **_housekeeping(context, s, run_dir, comparison),
         },
     )
+    yield from _record_status(context, run_dir, checks)
+
+
+def _gate_checks(comparison: dict) -> list[dg.AssetCheckResult]:
+    """invariants_match and quality_gate of a comparison.json record."""
     incompatible = "; ".join(comparison["incompatible"])
-    yield dg.AssetCheckResult(check_name="invariants_match", passed=not incompatible,
-                              description=incompatible or None)
     verdict = comparison["verdict"]
     failures = "; ".join(c["reasons"] for c in comparison["cells"] if c["result"] == WORSE)
     description = (f"not judged: the runs are incompatible ({incompatible})" if verdict == INCOMPATIBLE
                    else f"worse: {failures}" if verdict == WORSE else f"{verdict} against {comparison['base_run_id']}")
-    yield dg.AssetCheckResult(check_name="quality_gate", passed=EXIT_CODES[verdict] == 0,
-                              description=description[:2000],
-                              metadata={"verdict": verdict, "deciding_cells": ", ".join(comparison["deciding_cells"])})
+    return [
+        dg.AssetCheckResult(check_name="invariants_match", passed=not incompatible, description=incompatible or None),
+        dg.AssetCheckResult(check_name="quality_gate", passed=EXIT_CODES[verdict] == 0,
+                            description=description[:2000],
+                            metadata={"verdict": verdict, "deciding_cells": ", ".join(comparison["deciding_cells"])}),
+    ]
+
+
+def _record_status(context: dg.AssetExecutionContext, run_dir: Path,
+                   checks: list[dg.AssetCheckResult]) -> Iterator[dg.AssetCheckResult]:
+    """Yield the checks; a run outside any pipeline whose checks all passed is good now (nothing commits later;
+    a pipeline's runs become good when it commits: defs/jobs.py commit_pipeline)."""
+    yield from checks
+    if all(c.passed for c in checks) and pipeline_of_run(context.run, context.instance) is None:
+        mark_good([run_dir], None)
 
 
 def _housekeeping(context: dg.AssetExecutionContext, s: Settings, run_dir: Path, comparison: dict | None) -> dict:

@@ -31,10 +31,15 @@ def pipeline_of(context: dg.InputContext | dg.OutputContext) -> str | None:
         run = context.step_context.dagster_run
     except dg.DagsterInvariantViolationError:  # loaded outside a run (Definitions.load_asset_value)
         return None
+    return pipeline_of_run(run, context.step_context.instance)
+
+
+def pipeline_of_run(run: dg.DagsterRun, instance: dg.DagsterInstance) -> str | None:
+    """The pipeline `run` belongs to; None for a run outside any (its outputs are current at once)."""
     if PIPELINE_TAG not in run.tags and run.root_run_id:
         # A re-execution started through the Python API does not copy its parent's tags: it belongs to the
         # pipeline of the run it re-executes.
-        root = context.step_context.instance.get_run_by_id(run.root_run_id)
+        root = instance.get_run_by_id(run.root_run_id)
         return root.tags.get(PIPELINE_TAG) if root is not None else None
     return run.tags.get(PIPELINE_TAG)
 
