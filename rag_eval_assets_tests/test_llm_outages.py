@@ -138,14 +138,14 @@ def test_a_run_after_an_outage_is_compared_with_the_last_good_run(tmp_path, monk
     first_error = (f"first error: POST {server.base_url}/chat/completions failed after 1 attempt(s) (attempt 1: "
                    """status 500): response body: '{"error": {"message": "scripted 500"}}'""")
     assert reason.startswith("check evaluation_run:call_health failed: bm25@5 judge correctness: 11 of 11 calls "
-                             f"failed (100% > 5%) at {server.base_url}; {first_error}; bm25@5 judge groundedness: ")
+                             f"to the judge at {server.base_url} failed (100% > 5%); {first_error}; ")
     assert reason in outage["err"]  # whole on stderr
 
     lines = [_status_line(r["out"]) for r in (good, outage, again)]
     assert lines == [
         "verdict: no baseline run yet: nothing to compare",
         "run failed (exit 1): check evaluation_run:call_health failed: bm25@5 judge correctness: 11 of 11 calls "
-        f"failed (100% > 5%) at {server.base_url}; {first_error}; …",
+        f"to the judge at {server.base_url} failed (100% > 5%); {first_error}; …",
         f"verdict: no significant change against run {good['dir'].name} (exit 0; decided by none)",
     ]
     assert not [line for line in outage["out"] if "no significant change" in line]
