@@ -24,8 +24,8 @@ from typing import Any
 import httpx
 
 from rag_eval_assets.http_retry import HttpCallError, RetryPolicy, send_with_retries
-from rag_eval_assets.verdict.text import p_text
 from rag_eval_assets.runs.store import TIMESTAMP_FORMAT
+from rag_eval_assets.verdict.text import interval_text, p_text, signed
 
 logger = logging.getLogger(__name__)
 
@@ -122,5 +122,5 @@ def send_once(alert: Alert, url: str, run_dir: Path) -> str:
 
 
 def _cell(c: dict[str, Any]) -> str:
-    return (f"{c['metric']} {c['base']:.3f} → {c['cand']:.3f} ({c['delta']:+.3f} "
-            f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}], p_adj {p_text(c['p_adjusted'])})")
+    return (f"{c['metric']} {c['base']:.3f} → {c['cand']:.3f} ({signed(c['delta'], 3)} "
+            f"{interval_text(c['ci_low'], c['ci_high'], 3)}, p_adj {p_text(c['p_adjusted'])})")
