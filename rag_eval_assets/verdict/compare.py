@@ -17,9 +17,8 @@ import pandas as pd
 
 from rag_eval_assets.runs.store import Run, config_value, flatten, jsonable
 from rag_eval_assets.verdict.gate import (
-    adjust_p_values,
     choose_metric,
-    joint_adjusted,
+    corrected,
     per_question_name,
     success_threshold,
     unhealthy,
@@ -296,16 +295,8 @@ def _cell(retriever: str, k: int, metric: str | None, **values: Any) -> GateCell
 def _decide(cells: list[GateCell], diffs: list[pd.Series], gate: GateSettings, *, n_perm: int,
             seed: int) -> list[GateCell]:
     """Correct the p-values across the judged cells, then settle each cell's result."""
-    judged = [i for i, c in enumerate(cells) if c.result != UNDEFINED]
-    adjusted: list[float | None] = [None] * len(cells)
-    if gate.correction == "joint" and judged:
-        # One row per question: a sign flip of a question flips its difference in every cell at once.
-        matrix = pd.concat([diffs[i] for i in judged], axis=1).to_numpy(dtype=float)
-        for i, p in zip(judged, joint_adjusted(matrix, [cells[i].p_value for i in judged], n_perm=n_perm,
-                                               seed=seed)):
-            adjusted[i] = p
-    elif judged:
-        adjusted = adjust_p_values([c.p_value if c.result != UNDEFINED else None for c in cells], gate.correction)
+    adjusted = corrected([c.p_value if c.result != UNDEFINED else None for c in cells], diffs, gate.correction,
+                         n_perm=n_perm, seed=seed)
     decided = []
     for cell, p_adj in zip(cells, adjusted):
         if cell.result == UNDEFINED:

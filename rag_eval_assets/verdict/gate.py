@@ -7,10 +7,11 @@ one), the judge's correctness, seed 003's json_v2_score, and otherwise the cell'
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from rag_eval_assets.verdict.joint import max_t_adjusted
 from rag_eval_assets.verdict.settings import AUTO, GateSettings
@@ -83,6 +84,22 @@ def joint_adjusted(diffs: np.ndarray, p_values: Iterable[float], *, n_perm: int,
     side of it)."""
     adjusted, _ = max_t_adjusted(diffs, n_perm=n_perm, seed=seed)
     return [float(max(a, p)) for a, p in zip(adjusted, p_values)]
+
+
+def corrected(p_values: Sequence[float | None], diffs: Sequence[pd.Series], method: str, *, n_perm: int,
+              seed: int) -> list[float | None]:
+    """The p-values of several tests corrected by `method`; None (no test) stays None and is not counted. `diffs`:
+    each test's (weighted) differences indexed by question, which the joint correction lines up by question so that
+    a sign flip of a question flips its difference in every test at once."""
+    if method != "joint":
+        return adjust_p_values(p_values, method)
+    tested = [i for i, p in enumerate(p_values) if p is not None]
+    out: list[float | None] = [None] * len(p_values)
+    if tested:
+        matrix = pd.concat([diffs[i] for i in tested], axis=1).to_numpy(dtype=float)
+        for i, p in zip(tested, joint_adjusted(matrix, [p_values[i] for i in tested], n_perm=n_perm, seed=seed)):
+            out[i] = p
+    return out
 
 
 def weighted_terms(values: np.ndarray, weights: np.ndarray) -> np.ndarray:

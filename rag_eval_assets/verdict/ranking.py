@@ -10,13 +10,7 @@ import pandas as pd
 
 from rag_eval_assets.metrics.stats import bootstrap_ci
 from rag_eval_assets.runs.store import Run
-from rag_eval_assets.verdict.gate import (
-    adjust_p_values,
-    choose_metric,
-    joint_adjusted,
-    per_question_name,
-    weighted_terms,
-)
+from rag_eval_assets.verdict.gate import choose_metric, corrected, per_question_name, weighted_terms
 from rag_eval_assets.verdict.paired import paired_test
 from rag_eval_assets.verdict.settings import GateSettings
 from rag_eval_assets.verdict.text import interval_text, signed
@@ -98,26 +92,13 @@ def rank_retrievers(run: Run, gate: GateSettings = GateSettings(), *, n_perm: in
             diffs = pd.Series(diffs, index=pair.index)
         rankings.append(KRanking(int(k), metric, tuple(ranked), margin, ci_low, ci_high, p_value, None, False))
         margins.append(diffs)
-    adjusted = _adjusted(rankings, margins, gate, n_perm=n_perm)
+    # corrected across the k values, as the gate corrects across cells
+    adjusted = corrected([r.p_value for r in rankings], margins, gate.correction, n_perm=n_perm, seed=0)
     return [
         KRanking(r.k, r.metric, r.retrievers, r.margin, r.ci_low, r.ci_high, r.p_value, p,
                  p is not None and p < gate.alpha)
         for r, p in zip(rankings, adjusted)
     ]
-
-
-def _adjusted(rankings: list[KRanking], margins: list[pd.Series], gate: GateSettings, *,
-              n_perm: int) -> list[float | None]:
-    """The leaders' p-values corrected across the k values, as the gate corrects across cells."""
-    if gate.correction != "joint":
-        return adjust_p_values([r.p_value for r in rankings], gate.correction)
-    tested = [i for i, r in enumerate(rankings) if r.p_value is not None]
-    adjusted: list[float | None] = [None] * len(rankings)
-    if tested:
-        matrix = pd.concat([margins[i] for i in tested], axis=1).to_numpy(dtype=float)
-        for i, p in zip(tested, joint_adjusted(matrix, [rankings[i].p_value for i in tested], n_perm=n_perm, seed=0)):
-            adjusted[i] = p
-    return adjusted
 
 
 def ranking_frame(rankings: list[KRanking]) -> pd.DataFrame:
