@@ -1,0 +1,174 @@
+"""A judge metric's mean, rectified by a person's grades: prediction-powered inference (Angelopoulos et al., Science
+2023) with PPI++'s power tuning (Angelopoulos, Duchi, Zrnic 2024), as ARES (Saad-Falcon et al. 2024) uses it.
+
+The judge scored N answers (f); a person graded n of them, a random sample (Y). The grades' mean alone is unbiased
+but wide; the judge's mean is narrow but carries the judge's bias. The calibrated estimate uses the judge on the
+N - n ungraded answers and measures the judge's error on the graded ones:
+
+    theta = lam * mean(f, ungraded) + mean(Y - lam * f, graded)
+    lam   = Cov(Y, f) / ((1 + n / (N - n)) * Var(f)), clipped to [0, 1]   (Cov over the graded, Var over all N)
+    se^2  = lam^2 * Var(f) / (N - n) + Var(Y - lam * f) / n
+    interval = theta -+ t(1 - alpha/2, n - 1) * se
+
+The ungraded answers, not all N, are PPI's unlabelled sample: the graded ones are among the N, and with all N the
+usual variance misses the overlap (the simulation in docs/metrics.md covers 91% at n = 200 of N = 500 that way).
+lam = 0 gives exactly the human-only mean and interval, so power tuning can only narrow it (in expectation).
+Every function takes one run as 1-D arrays (fields are floats) or a batch of runs as 2-D arrays, one run a row
+(fields are arrays over the rows), the simulation's case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import special, stats
+
+Value = float | np.ndarray
+
+
+@dataclass(frozen=True)
+class MeanEstimate:
+    """estimate -+ t(1 - alpha/2, df) * se = [low, high]; df = inf would be the normal interval."""
+
+    estimate: Value
+    se: Value
+    low: Value
+    high: Value
+    df: Value
+
+
+@dataclass(frozen=True)
+class CalibratedMean(MeanEstimate):
+    lam: Value  # the weight on the judge: 0 ignores it (human-only), 1 trusts its ranking fully
+    n_graded: int | np.ndarray
+    n_answers: int | np.ndarray
+
+
+@dataclass(frozen=True)
+class Difference:
+    """current - baseline, its normal interval and two-sided p-value from one z: the interval excludes 0 exactly
+    when p_value < alpha."""
+
+    estimate: Value
+    se: Value
+    low: Value
+    high: Value
+    z: Value
+    p_value: Value
+
+
+def judge_mean(judge: ArrayLike, alpha: float = 0.05) -> MeanEstimate:
+    """The naive interval: the judge's mean over all N answers, df N - 1. It is only as right as the judge."""
+    f, one = _rows(judge, "judge")
+    _finite(f, "judge")
+    mean, var, count = _mean_var(f, np.ones(f.shape, dtype=bool))
+    return _estimate(mean, np.sqrt(var / count), count, alpha, one)
+
+
+def human_mean(grades: ArrayLike, alpha: float = 0.05) -> MeanEstimate:
+    """The human-only interval: the mean of the grades (NaN = not graded, ignored), df n - 1."""
+    y, one = _rows(grades, "grades")
+    graded = _graded(y)
+    mean, var, count = _mean_var(y, graded)
+    return _estimate(mean, np.sqrt(var / count), count, alpha, one)
+
+
+def calibrated_mean(judge: ArrayLike, grades: ArrayLike, alpha: float = 0.05) -> CalibratedMean:
+    """The PPI++ estimate (module docstring) from the judge's scores of all N answers and the person's grades of the
+    same answers in the same order, NaN where not graded. Needs at least one grade; with one, se is NaN."""
+    f, one = _rows(judge, "judge")
+    y, _ = _rows(grades, "grades")
+    if f.shape != y.shape:
+        raise ValueError(f"judge scores {f.shape} and grades {y.shape} must be the same answers in the same order")
+    _finite(f, "judge")
+    graded = _graded(y)
+    n = graded.sum(axis=1)
+    ungraded = f.shape[1] - n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y_mean, _, _ = _mean_var(y, graded)
+        f_mean, _, _ = _mean_var(f, graded)
+        cov = np.where(graded, (y - y_mean[:, None]) * (f - f_mean[:, None]), 0.0).sum(axis=1) / (n - 1)
+        var_f = f.var(axis=1, ddof=1) if f.shape[1] > 1 else np.full(len(f), np.nan)
+        ratio = cov / ((1 + n / ungraded) * var_f)
+        # Undefined (one grade, a constant judge) or no ungraded answer to use: the judge is left out.
+        lam = np.where((ungraded > 0) & np.isfinite(ratio), np.clip(ratio, 0.0, 1.0), 0.0)
+        use = lam > 0
+        f_ungraded = np.where(graded, 0.0, f).sum(axis=1) / ungraded
+        rectified = np.where(graded, y, 0.0) - lam[:, None] * f
+        mean, var, _ = _mean_var(rectified, graded)
+        # Guarded by `use` so that lam = 0 is the human-only arithmetic to the last bit, even with NaN beside it.
+        mean = mean + np.where(use, lam * f_ungraded, 0.0)
+        se = np.sqrt(var / n + np.where(use, lam**2 * var_f / ungraded, 0.0))
+    base = _estimate(mean, se, n, alpha, one)
+    return CalibratedMean(**vars(base), lam=_out(lam, one), n_graded=_out(n, one),
+                          n_answers=_out(np.full(len(f), f.shape[1]), one))
+
+
+def mean_difference(current: MeanEstimate, baseline: MeanEstimate, alpha: float = 0.05) -> Difference:
+    """current - baseline of two runs' estimates, taken as independent: se^2 = se_c^2 + se_b^2. When both runs'
+    errors move together (the same questions, grades reused) the true variance is smaller, so the interval is
+    conservative (too wide), never too narrow."""
+    _alpha(alpha)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.asarray(current.estimate, dtype=float) - np.asarray(baseline.estimate, dtype=float)
+        se = np.hypot(current.se, baseline.se)
+        # se = 0: no doubt left, so any change is certain and no change is none.
+        z = np.where(se > 0, d / se, np.where(d == 0, 0.0, np.sign(d) * np.inf))
+        z = np.where(np.isnan(d) | np.isnan(se), np.nan, z)
+        p = 2 * special.ndtr(-np.abs(z))
+        half = special.ndtri(1 - alpha / 2) * se
+    one = np.ndim(d) == 0
+    return Difference(*(_out(np.atleast_1d(v), one) for v in (d, se, d - half, d + half, z, p)))
+
+
+def _estimate(mean: np.ndarray, se: np.ndarray, count: np.ndarray, alpha: float, one: bool) -> MeanEstimate:
+    """The t interval with count - 1 degrees of freedom (none for one item: NaN)."""
+    _alpha(alpha)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = (count - 1).astype(float)
+        half = stats.t.ppf(1 - alpha / 2, np.where(df > 0, df, np.nan)) * se
+    return MeanEstimate(*(_out(v, one) for v in (mean, se, mean - half, mean + half, df)))
+
+
+def _mean_var(values: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row, over the masked items: mean, sample variance (ddof 1; NaN for one item) and count."""
+    count = mask.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(mask, values, 0.0).sum(axis=1) / count
+        var = np.where(mask, (values - mean[:, None]) ** 2, 0.0).sum(axis=1) / (count - 1)
+    return mean, np.where(count > 1, var, np.nan), count
+
+
+def _rows(values: ArrayLike, name: str) -> tuple[np.ndarray, bool]:
+    array = np.asarray(values, dtype=float)
+    if array.ndim not in (1, 2) or array.shape[-1] == 0:
+        raise ValueError(f"{name}: expected one run's scores (1-D) or one run per row (2-D), got shape {array.shape}")
+    return np.atleast_2d(array), array.ndim == 1
+
+
+def _finite(f: np.ndarray, name: str) -> None:
+    bad = np.argwhere(~np.isfinite(f))
+    if len(bad):
+        row, column = (int(i) for i in bad[0])
+        raise ValueError(f"{name}: every answer needs a finite score; answer {column} (run {row}) has "
+                         f"{float(f[row, column])!r}, {len(bad)} such in all")
+
+
+def _graded(y: np.ndarray) -> np.ndarray:
+    if np.isinf(y).any():
+        raise ValueError("grades: infinite grade; a grade is a number, or NaN for an answer not graded")
+    graded = ~np.isnan(y)
+    if not graded.any(axis=1).all():
+        raise ValueError("grades: no graded answer; a calibrated or human-only mean needs at least one grade")
+    return graded
+
+
+def _alpha(alpha: float) -> None:
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
+
+
+def _out(values: np.ndarray, one: bool) -> Value:
+    return values[0].item() if one else values
