@@ -119,8 +119,9 @@ def _scores(values: ArrayLike, side: str) -> np.ndarray:
         raise InputError([InputProblem(side, None, None, f"expected a list of scores, got shape {array.shape}")])
     bad = ~np.isin(array, SCALE)  # NaN, fractions and out-of-scale values are all outside
     if bad.any():
+        scale = f"{SCALE[0]}-{SCALE[-1]}"
         raise InputError([
-            InputProblem(side, int(i), "score", f"{float(array[i])!r} is not an integer of the scale {SCALE[0]}-{SCALE[-1]}")
+            InputProblem(side, int(i), "score", f"{float(array[i])!r} is not an integer of the scale {scale}")
             for i in np.flatnonzero(bad)
         ])
     return array.astype(np.int64)
