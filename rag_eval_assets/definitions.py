@@ -1,4 +1,5 @@
-"""The Dagster code location: `dagster dev -w workspace.yaml` and the `dg` CLI load `defs` from here."""
+"""The Dagster code location: `dagster dev -w workspace.yaml` and the `dg` CLI load `defs` from here; and the jobs
+built from it for other executors (`dask_job`), which their workers rebuild from here."""
 
 from __future__ import annotations
 
@@ -47,6 +48,31 @@ def _llm_resource(settings: Settings) -> LLMResource:
     if settings.llm is not None and settings.llm.api_key_env:
         return LLMResource(api_key=dg.EnvVar(settings.llm.api_key_env))
     return LLMResource()
+
+
+def dask_job(job_name: str, config_path: str) -> dg.JobDefinition:
+    """`job_name` of the code location built from `config_path`, its executor replaced by the dask one. Module
+    level, with JSON-serialisable arguments, because Dagster rebuilds the job from them in every dask worker."""
+    # dagster-dask and distributed only where a job runs on dask: every Dagster process imports this module.
+    from rag_eval_assets.defs.executors import dask_cluster_executor
+
+    return build_defs(config_path).resolve_job_def(job_name).with_executor_def(dask_cluster_executor)
+
+
+def execute_on_dask(
+    job_name: str,
+    scheduler_address: str,
+    instance: dg.DagsterInstance,
+    partition_key: str | None = None,
+    config_path: str | Path | None = None,
+) -> dg.JobExecutionResult:
+    """One run of `job_name` (of its partition `partition_key`), each step executed by a worker of the cluster.
+    `instance` must be persistent and reachable from the workers. Runs of different partitions may go at once."""
+    from rag_eval_assets.defs.executors import execute_job_on_dask
+
+    config = str(Path(config_path).resolve() if config_path else default_config_path())
+    job = dg.build_reconstructable_job(__name__, dask_job.__name__, (job_name, config))
+    return execute_job_on_dask(job, scheduler_address, instance, partition_key)
 
 
 @dg.definitions

@@ -12,8 +12,7 @@ import pandas as pd
 import pytest
 from distributed import Client, LocalCluster
 
-from rag_eval_assets.definitions import build_defs
-from rag_eval_assets.defs.executors import execute_on_dask
+from rag_eval_assets.definitions import build_defs, execute_on_dask
 from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, GRID_JOB, INPUTS_JOB, QUIET_CONSOLE
 from rag_eval_assets.settings import CONFIG_ENV_VAR
 from rag_eval_assets_tests.sample_config import write_sample_config

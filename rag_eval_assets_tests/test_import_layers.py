@@ -1,6 +1,6 @@
 """The package's imports, read from the source: no two modules import each other (directly or round a circle), and
 no module imports one above its station (the run store below the verdict, the verdict below the reports, the
-reports below the Dagster wiring)."""
+reports below the Dagster wiring, the Dagster wiring below the code location and the command line)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,10 @@ BELOW = [
                                "rag_eval_assets.verdict.ranking", "rag_eval_assets.reports.")),
     ("rag_eval_assets.verdict.", ("rag_eval_assets.reports.",)),
     ("rag_eval_assets.", ("rag_eval_assets.defs.", "rag_eval_assets.cli", "rag_eval_assets.definitions")),
+    # The code location (definitions.py) and the command line (the cli package) are built from defs/.
+    ("rag_eval_assets.defs.", ("rag_eval_assets.definitions", "rag_eval_assets.cli")),
 ]
+# The modules that may import dagster: defs/, definitions.py and every module of the cli package.
 DAGSTER_ALLOWED = ("rag_eval_assets.defs.", "rag_eval_assets.cli", "rag_eval_assets.definitions")
 
 

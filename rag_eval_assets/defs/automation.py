@@ -10,9 +10,9 @@ A night is one pipeline (PIPELINE_TAG `nightly-<night>` on every run): once noth
 commits its tables, so a night that fails anywhere leaves the last good night's tables current.
 
 With `alerts.on` holding `failed`, a failed or canceled nightly run posts one alert through run-status sensors
-(running by default: a configured alert is meant to fire); a failed `rag-eval run` posts its own (cli.py), through
-the same failed_run_alert. A metrics run that failed because its verdict was worse is left to the verdict's own
-alert, so a worse night gives one message, not two.
+(running by default: a configured alert is meant to fire); a failed `rag-eval run` posts its own (cli/pipeline.py),
+through the same failed_run_alert. A metrics run that failed because its verdict was worse is left to the verdict's
+own alert, so a worse night gives one message, not two.
 """
 
 from collections.abc import Callable

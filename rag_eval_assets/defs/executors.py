@@ -1,10 +1,11 @@
 """Runs whose steps execute on an existing dask.distributed cluster, through dagster-dask.
 
 The code location's jobs keep their own executor (`rag-eval run` executes them in process, launched runs with the
-multiprocess executor); `execute_on_dask` runs one of them, typically one partition of a grid job, on a dask cluster
-instead. Dask workers rebuild the job from `dask_job`, so each worker needs this package installed, RAG_EVAL_CONFIG
-pointing at the same rag_eval.yaml (importing the code location reads it), the corpus and evalset at the same paths,
-the storage, and the Dagster instance (workers write the step events to it).
+multiprocess executor); `definitions.execute_on_dask` runs one of them, typically one partition of a grid job, on a
+dask cluster instead, through `execute_job_on_dask`. Dask workers rebuild the job from `definitions.dask_job`, so
+each worker needs this package installed, RAG_EVAL_CONFIG pointing at the same rag_eval.yaml (importing the code
+location reads it), the corpus and evalset at the same paths, the storage, and the Dagster instance (workers write
+the step events to it).
 
 `dask_cluster_executor` takes dagster-dask's run config for an existing cluster and executes each step with
 dagster-dask's own worker function (`query_on_dask_worker`). It submits the steps itself because
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
@@ -29,9 +29,7 @@ from dagster._utils import iterate_with_context
 from dagster_dask.executor import get_dask_resource_requirements, query_on_dask_worker
 from distributed import Client, Future, as_completed
 
-from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.defs.jobs import QUIET_CONSOLE
-from rag_eval_assets.settings import default_config_path
 
 if TYPE_CHECKING:
     from dagster._core.definitions.reconstruct import ReconstructableJob
@@ -117,27 +115,18 @@ def dask_run_config(scheduler_address: str) -> dict:
     return {"execution": {"config": {"cluster": {"existing": {"address": scheduler_address}}}}}
 
 
-def dask_job(job_name: str, config_path: str) -> dg.JobDefinition:
-    """`job_name` of the code location built from `config_path`, its executor replaced by the dask one. Module
-    level, with JSON-serialisable arguments, because Dagster rebuilds the job from them in every dask worker."""
-    return build_defs(config_path).resolve_job_def(job_name).with_executor_def(dask_cluster_executor)
-
-
-def execute_on_dask(
-    job_name: str,
+def execute_job_on_dask(
+    job: ReconstructableJob,
     scheduler_address: str,
     instance: dg.DagsterInstance,
     partition_key: str | None = None,
-    config_path: str | Path | None = None,
 ) -> dg.JobExecutionResult:
-    """One run of `job_name` (of its partition `partition_key`), each step executed by a worker of the cluster.
-    `instance` must be persistent and reachable from the workers. Runs of different partitions may go at once."""
-    config = str(Path(config_path).resolve() if config_path else default_config_path())
-    job = dg.build_reconstructable_job(__name__, dask_job.__name__, (job_name, config))
+    """One run of `job` (of its partition `partition_key`), each step executed by a worker of the cluster, which
+    rebuilds the job from `job`'s pointer. `instance` must be persistent and reachable from the workers."""
     tags = None
     if partition_key is not None:
         job_def = job.get_definition()
         if job_def.partitions_def is None or not job_def.partitions_def.has_partition_key(partition_key):
-            raise dg.DagsterUnknownPartitionError(f"{job_name} has no partition {partition_key!r}")
+            raise dg.DagsterUnknownPartitionError(f"{job_def.name} has no partition {partition_key!r}")
         tags = job_def.get_tags_for_partition_key(partition_key, None)
     return dg.execute_job(job, instance, run_config={**QUIET_CONSOLE, **dask_run_config(scheduler_address)}, tags=tags)
