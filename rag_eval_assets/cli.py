@@ -18,7 +18,7 @@ import yaml
 from rag_eval_assets.credentials import CredentialError
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.redaction import install_log_redaction, redact_text
-from rag_eval_assets.verdict.settings import CORRECTIONS
+from rag_eval_assets.verdict.corrections import CORRECTIONS
 
 INPUT_ERROR = 2  # exit code of a bad input file or setting (named by file, line and field, or by dotted key)
 # The instance settings rag-eval writes into a Dagster home that has no dagster.yaml (as `make` does).

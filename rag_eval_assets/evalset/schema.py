@@ -10,8 +10,6 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-QUESTION_TYPES = ("definition", "fact", "negative", "literal", "paraphrase", "scenario")
-
 
 @dataclass(frozen=True)
 class GoldSupport:
