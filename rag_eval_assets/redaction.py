@@ -10,9 +10,9 @@ replaced whole, since a lone user name is often a token itself. Secret-looking p
 SECRET_PARAMS and any name ending in one of SECRET_SUFFIXES. Requests still go to the real URL: this is only for
 what is written. API keys never appear in a URL here; they travel in headers, which nothing writes.
 
-A document written whole (a run's config.json) also loses every key that names a secret (drop_secrets): a key
-containing one of SECRET_MARKERS, a looser match than SECRET_PARAMS since a settings key such as `llm_api_key`
-is never a short word like `sig` or `key` is in a URL.
+A document written whole (a run's config.json) also loses every key that names a secret (drop_secrets): any key
+containing one of SECRET_MARKERS (`api_key`, `x_auth_token`). Keys are matched by part and URL parameters by whole
+name, because short parameter names such as `sig` or `key` occur inside many a harmless settings key.
 """
 
 from __future__ import annotations
