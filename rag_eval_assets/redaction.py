@@ -9,6 +9,10 @@ A password is replaced and the user name kept (it tells which account was used);
 replaced whole, since a lone user name is often a token itself. Secret-looking parameter names (any case) are
 SECRET_PARAMS and any name ending in one of SECRET_SUFFIXES. Requests still go to the real URL: this is only for
 what is written. API keys never appear in a URL here; they travel in headers, which nothing writes.
+
+A document written whole (a run's config.json) also loses every key that names a secret (drop_secrets): any key
+containing one of SECRET_MARKERS (`api_key`, `x_auth_token`). Keys are matched by part and URL parameters by whole
+name, because short parameter names such as `sig` or `key` occur inside many a harmless settings key.
 """
 
 from __future__ import annotations
@@ -25,6 +29,10 @@ SECRET_PARAMS = frozenset({
     "passwd", "pwd", "auth",
 })
 SECRET_SUFFIXES = ("_token", "-token", "_key", "-key", "_secret", "-secret")
+# A document key whose name contains one of these (any case) is never written, whatever its value.
+SECRET_MARKERS = ("api_key", "apikey", "token", "secret", "password", "authorization")
+# Settings that only name or size a secret-looking thing: the name of a key's environment variable, token counts.
+NOT_SECRET = re.compile(r"(_env|_tokens)$")
 # A URL inside free text ends at whitespace, a quote or a bracket: the shapes reprs, f-strings and logs give it.
 _URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>()\[\]{}`\\]+")
 
@@ -65,6 +73,20 @@ def redact(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [redact(v) for v in value]
     return value
+
+
+def drop_secrets(value: Any) -> Any:
+    """`value` without any mapping key whose name contains a SECRET_MARKERS entry, at any depth (keys matching
+    NOT_SECRET, such as `api_key_env` or `max_tokens`, hold no secret and are kept)."""
+    if isinstance(value, Mapping):
+        return {k: drop_secrets(v) for k, v in value.items() if not _is_secret_key(str(k).lower())}
+    if isinstance(value, (list, tuple)):
+        return [drop_secrets(v) for v in value]
+    return value
+
+
+def _is_secret_key(key: str) -> bool:
+    return any(m in key for m in SECRET_MARKERS) and not NOT_SECRET.search(key)
 
 
 def install_log_redaction() -> None:

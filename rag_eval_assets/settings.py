@@ -1,14 +1,15 @@
 """The project configuration file (`rag_eval.yaml`) as one typed model: what corpus, evalset and grid a deployment
 evaluates.
 
-Relative paths are resolved against the directory of the configuration file, so the same file works from
-any working directory. Every problem is reported at once, naming the file and the dotted key.
+Each package keeps its own sections (corpus/, evalset/, generation/, llm/, retrieval/, runs/ and verdict/ settings.py);
+this module composes them with the sections that span packages (report, alerts). Relative paths are resolved
+against the directory of the configuration file, so the same file works from any working directory. Every problem
+is reported at once, naming the file and the dotted key.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -19,7 +20,6 @@ from pydantic import (
     Field,
     PrivateAttr,
     StrictBool,
-    StrictInt,
     StrictStr,
     ValidationError,
     ValidationInfo,
@@ -27,16 +27,17 @@ from pydantic import (
     model_validator,
 )
 
+from rag_eval_assets.corpus.settings import ChunkingSettings, CorpusSettings
 from rag_eval_assets.errors import InputError, InputProblem
-from rag_eval_assets.evalset.schema import FORMATS
+from rag_eval_assets.evalset.settings import DevSubsetSettings, EvalsetSettings
+from rag_eval_assets.generation.settings import AnsweringSettings, JudgeSettings, QueryGenerationSettings
 from rag_eval_assets.llm.settings import LLMSettings
-from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN
-from rag_eval_assets.retrieval.analyzers import LANGUAGES
 import rag_eval_assets.retrieval.kinds  # noqa: F401  registers the retriever kinds
 from rag_eval_assets.retrieval.registry import KINDS, Variant, resolve_variants
 from rag_eval_assets.retrieval.settings import RetrievalSettings
+from rag_eval_assets.runs.settings import RetentionSettings
 from rag_eval_assets.verdict.settings import GateSettings
-from rag_eval_assets.settings_base import Loc, Section, at_least, problem, problems
+from rag_eval_assets.settings_base import ConfigPath, KValues, Loc, Section, problem, problems, relative_to_config
 
 __all__ = ["CONFIG_ENV_VAR", "Settings", "default_config_path", "load_settings"]
 
@@ -44,88 +45,9 @@ CONFIG_ENV_VAR = "RAG_EVAL_CONFIG"
 DEFAULT_CONFIG_NAME = "rag_eval.yaml"
 
 
-def _relative_to_config(path: Path, info: ValidationInfo) -> Path:
-    # load_settings passes the configuration file in the validation context.
-    if path.is_absolute() or not info.context:
-        return path
-    return (info.context["config_file"].parent / path).resolve()
-
-
-ConfigPath = Annotated[Path, AfterValidator(_relative_to_config)]
-
-
 def _storage(storage_dir: str, info: ValidationInfo) -> str:
     """A local path resolved like any other; an fsspec URL (s3://...) as written."""
-    return storage_dir if "://" in storage_dir else str(_relative_to_config(Path(storage_dir), info))
-
-
-def _positive_ks(ks: tuple[int, ...]) -> tuple[int, ...]:
-    if not ks or min(ks) < 1:
-        raise problem("must be a non-empty list of positive integers")
-    return tuple(sorted(set(ks)))
-
-
-KValues = Annotated[tuple[StrictInt, ...], AfterValidator(_positive_ks)]
-
-
-def _regex(pattern: str) -> str:
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise problem(f"not a regular expression: {exc}") from exc
-    return pattern
-
-
-class CorpusSettings(Section):
-    id: StrictStr
-    path: ConfigPath
-    language: Literal[*LANGUAGES] = "multi"  # analyzer
-
-
-class ChunkingSettings(Section):
-    chunk_size_chars: Annotated[StrictInt, at_least(1)] = 800
-    overlap_chars: Annotated[StrictInt, at_least(0)] = 100
-
-    @classmethod
-    def cross_field_problems(cls, data: dict) -> list[tuple[Loc, str]]:
-        size, overlap = cls.valid_alone(data, "chunk_size_chars"), cls.valid_alone(data, "overlap_chars")
-        if size is not None and overlap is not None and overlap >= size:
-            return [(("overlap_chars",), f"must be < chunk_size_chars ({size}), got {overlap}")]
-        return []
-
-
-class EvalsetSettings(Section):
-    name: StrictStr
-    path: ConfigPath
-    format: Literal[*FORMATS] | None = None  # None: detected
-    strict_gold: StrictBool = False
-
-
-class DevSubsetSettings(Section):
-    size: Annotated[StrictInt, at_least(0)] = 100
-    seed: StrictInt = 0
-
-
-class AnsweringSettings(Section):
-    # extractive (offline, no LLM) | llm, for our retrievers; the http retriever's partitions always take the
-    # service's own answer, abstention flag and references (seed 002).
-    answerer: Literal["extractive", "llm"] = "extractive"
-    k_values: KValues = (5, 10)  # the k dimension of the answer grid: top-k chunks given to the answerer
-    # seed 000's "стр. N"; e.g. r"\bp\.\s*\d+" or r"第\d+页"
-    citation_pattern: Annotated[StrictStr, AfterValidator(_regex)] = DEFAULT_CITATION_PATTERN
-    adapter_id: StrictStr | None = None  # seed 003: the fine-tuned adapter (or registry model id) behind the answerer
-
-
-class JudgeSettings(Section):
-    enabled: StrictBool = True  # judges run only when an llm endpoint is configured
-    replicates: Annotated[StrictInt, at_least(0)] = 0  # > 0: judge a sample again this many times, report agreement
-    replicate_sample: Annotated[StrictInt, at_least(0)] = 10
-
-
-class QueryGenerationSettings(Section):
-    # chunks sampled (seeded, spread across documents) for seed 004 query generation
-    n_chunks: Annotated[StrictInt, at_least(1)] = 10
-    seed: StrictInt = 0
+    return storage_dir if "://" in storage_dir else str(relative_to_config(Path(storage_dir), info))
 
 
 class ReportSettings(Section):
@@ -155,11 +77,6 @@ class AlertSettings(Section):
         if isinstance(data, dict) and True in data:
             return {("on" if key is True else key): value for key, value in data.items()}
         return data
-
-
-class RetentionSettings(Section):
-    # run directories kept per evalset (runs accepted by hand and the baseline always); None: every run
-    keep_runs: Annotated[StrictInt, at_least(1, "(or null: keep every run)")] | None = None
 
 
 class Settings(Section):

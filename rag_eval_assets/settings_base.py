@@ -1,15 +1,25 @@
 """What every settings model shares: frozen, no unknown keys, range checks whose messages name the bound, checks
-across fields reported beside every other error, and the way a pydantic ValidationError becomes
-(dotted key, message) pairs: `retrieval.bm25.b`, `retrievers[1]`, `alerts.on[0]`.
+across fields reported beside every other error, paths relative to the configuration file, and the way a pydantic
+ValidationError becomes (dotted key, message) pairs: `retrieval.bm25.b`, `retrievers[1]`, `alerts.on[0]`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Annotated, Any, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    StrictInt,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 Loc = tuple[str | int, ...]
@@ -41,6 +51,25 @@ def above(low: float) -> AfterValidator:
 def between(low: float, high: float, *, open: bool = False) -> AfterValidator:
     """low <= value <= high, or low < value < high when `open`; the message says "between" either way."""
     return _range(lambda v: low < v < high if open else low <= v <= high, f"between {low} and {high}")
+
+
+def relative_to_config(path: Path, info: ValidationInfo) -> Path:
+    # load_settings passes the configuration file in the validation context.
+    if path.is_absolute() or not info.context:
+        return path
+    return (info.context["config_file"].parent / path).resolve()
+
+
+ConfigPath = Annotated[Path, AfterValidator(relative_to_config)]
+
+
+def _positive_ks(ks: tuple[int, ...]) -> tuple[int, ...]:
+    if not ks or min(ks) < 1:
+        raise problem("must be a non-empty list of positive integers")
+    return tuple(sorted(set(ks)))
+
+
+KValues = Annotated[tuple[StrictInt, ...], AfterValidator(_positive_ks)]
 
 
 class Section(BaseModel):

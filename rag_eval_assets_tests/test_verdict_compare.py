@@ -15,7 +15,7 @@ from rag_eval_assets.reports.comparison import comparison_markdown, format_compa
 from rag_eval_assets.reports.run_directory import write_run
 from rag_eval_assets.runs.store import Run, metrics_document, read_run, run_config
 from rag_eval_assets.verdict.compare import BETTER, INCOMPATIBLE, NO_CHANGE, UNDEFINED, WORSE, compare_runs
-from rag_eval_assets.verdict.gate import adjust_p_values
+from rag_eval_assets.verdict.corrections import adjust_p_values
 from rag_eval_assets.verdict.settings import GateSettings
 from rag_eval_assets.runs.versions import VersionTuple
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag_eval_assets.verdict.gate import adjust_p_values, joint_adjusted
+from rag_eval_assets.verdict.corrections import adjust_p_values, joint_adjusted
 from rag_eval_assets.verdict.joint import max_t_adjusted
 from rag_eval_assets.verdict.paired import sign_flip_p_values
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rag_eval_assets.cli.config import configured
 from rag_eval_assets.errors import InputError
-from rag_eval_assets.verdict.settings import CORRECTIONS
+from rag_eval_assets.verdict.corrections import CORRECTIONS
 
 MISSING_RUN = 3  # exit code of compare for a run directory that is missing or unreadable
 

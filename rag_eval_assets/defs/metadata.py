@@ -4,10 +4,10 @@ import dagster as dg
 import pandas as pd
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
+from rag_eval_assets.runs.store import VERSION_TUPLE_KEY
 from rag_eval_assets.runs.versions import VersionTuple, dataset_part, run_versions, sha256_text
 from rag_eval_assets.settings import Settings
 
-VERSION_TUPLE_KEY = "version_tuple"
 # Dagster's UI slows down, and its storage refuses entries, when metadata grows large.
 PREVIEW_ROWS = 10
 PREVIEW_CELL_CHARS = 80

@@ -1,28 +1,14 @@
-"""Which evalset format a path holds, decided from its shape and the keys its records use."""
+"""Which evalset format a path holds, decided from the registered formats' declarations (evalset/registry.py): a
+directory by the files it holds, a file by its layout and the keys its records use."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from rag_eval_assets.errors import InputError, InputProblem
-from rag_eval_assets.evalset.formats import seed001, seed004
-from rag_eval_assets.evalset.formats.beir import QUERIES
+from rag_eval_assets.evalset.formats import FORMATS
 from rag_eval_assets.evalset.records import ReadResult, Record, read_records
-from rag_eval_assets.evalset.schema import FORMATS
-
-# Keys only one JSON Lines format uses. Keys several formats share (id, question, type, tags, category,
-# notes, ...) decide nothing; gold_supports is handled apart because seed 004 may carry it too.
-MARKER_KEYS: dict[str, frozenset[str]] = {
-    "seed000": frozenset({"must_include", "must_include_any", "must_not_include", "require_citation", "weight"}),
-    "seed001": frozenset({"gold_doc_ids", "gold_chunk_ids"}),
-    "seed002": frozenset({"answerable", "expected_key_facts", "required_support_groups", "recency_conflict_rule"}),
-    "seed004": frozenset({"relevant_chunk_ids", "answer", "source_map"}),
-}
-MARKER_TYPES: dict[str, frozenset[str]] = {
-    "seed001": frozenset(seed001.TYPES),
-    "seed004": frozenset(seed004.TYPES),
-}
-SHARED_ANCHOR_KEY = "gold_supports"
+from rag_eval_assets.evalset.registry import EvalsetFormat, of_layout
 
 
 def detect_format(path: str | Path) -> str:
@@ -32,9 +18,12 @@ def detect_format(path: str | Path) -> str:
     if not p.exists():
         raise InputError([InputProblem(file, None, None, "no such file or directory")])
     if p.is_dir():
-        if not (p / QUERIES).is_file():
-            raise InputError([InputProblem(file, None, None, f"a directory is read as BEIR and needs {QUERIES}")])
-        return "beir"
+        fmt = directory_format(p, file)
+        missing = [name for name in fmt.files if not (p / name).is_file()]
+        if missing:
+            message = f"a directory is read as {fmt.title} and needs {' and '.join(missing)}"
+            raise InputError([InputProblem(file, None, None, message)])
+        return fmt.name
     read = read_records(p, file)
     problems = list(read.problems)
     found = format_of_read(file, read, problems)
@@ -43,29 +32,52 @@ def detect_format(path: str | Path) -> str:
     return found
 
 
+def directory_format(path: Path, file: str) -> EvalsetFormat:
+    """The directory format whose files `path` holds. While one directory format is registered it is that one even
+    when files are missing, so that its reader names each missing file."""
+    formats = of_layout("directory")
+    held = [fmt for fmt in formats if all((path / name).is_file() for name in fmt.files)]
+    if len(held) == 1:
+        return held[0]
+    if len(formats) == 1:
+        return formats[0]
+    needs = "; ".join(f"{fmt.title} needs {' and '.join(fmt.files)}" for fmt in formats)
+    which = "several directory formats match" if held else "no directory format matches"
+    raise InputError([InputProblem(file, None, None, f"{which}: {needs}; pass the format explicitly")])
+
+
 def format_of_read(file: str, read: ReadResult, problems: list[InputProblem]) -> str | None:
-    """seed003 for a JSON array; for JSON Lines, the format its valid records point at."""
-    if read.layout == "array":
-        return "seed003"
+    """The only format of the read's layout (seed003 for a JSON array); where several share it (JSON Lines), the
+    one its valid records point at."""
+    formats = of_layout(read.layout)
+    if len(formats) == 1:
+        return formats[0].name
     # With no valid record, the read problems (or the emptiness) already say why.
-    return format_of_records(file, read.records, problems) if read.records else None
+    return format_of_records(file, read.records, formats, problems) if read.records else None
 
 
-def format_of_records(file: str, records: list[Record], problems: list[InputProblem]) -> str | None:
-    """The JSON Lines format the union of the records' keys points at, or None with a problem naming the file."""
+def format_of_records(
+    file: str, records: list[Record], formats: list[EvalsetFormat], problems: list[InputProblem]
+) -> str | None:
+    """The one of `formats` the union of the records' keys points at, or None with a problem naming the file."""
     keys = set().union(*(r.value.keys() for r in records))
     types = {r.value["type"] for r in records if isinstance(r.value.get("type"), str)}
-    evidence = {name: sorted(keys & markers) for name, markers in MARKER_KEYS.items()}
-    for name, markers in MARKER_TYPES.items():
-        evidence[name].extend(f"type={t}" for t in sorted(types & markers))
-    if SHARED_ANCHOR_KEY in keys and not evidence["seed004"]:
-        evidence["seed002"].append(SHARED_ANCHOR_KEY)
+    shared = set().union(*(fmt.shared_keys for fmt in formats))
+    own = {
+        fmt.name: [*sorted(keys & (fmt.marker_keys - shared)), *(f"type={t}" for t in sorted(types & fmt.marker_types))]
+        for fmt in formats
+    }
+    evidence = {name: list(found) for name, found in own.items()}
+    for fmt in formats:
+        for key in sorted(keys & fmt.marker_keys & shared):
+            if not any(own[other.name] for other in formats if key in other.shared_keys):
+                evidence[fmt.name].append(key)
     matched = {name: found for name, found in evidence.items() if found}
     if len(matched) == 1:
         return next(iter(matched))
-    if not matched and {"id", "question"} <= keys:
-        # A plain list of questions is a seed 002 evalset with no gold yet: what `rag-eval label` starts from.
-        return "seed002"
+    fallback = [fmt.name for fmt in formats if fmt.fallback_keys and fmt.fallback_keys <= keys]
+    if not matched and len(fallback) == 1:
+        return fallback[0]
     if matched:
         which = "; ".join(f"{name} ({', '.join(found)})" for name, found in matched.items())
         message = f"keys of contradictory formats: {which}; pass the format explicitly"

@@ -7,13 +7,11 @@ from pathlib import Path
 
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.evalset.checks import duplicate_id_problems, in_reading_order
-from rag_eval_assets.evalset.detect import format_of_read
-from rag_eval_assets.evalset.formats import LAYOUTS, RECORD_PARSERS
-from rag_eval_assets.evalset.formats.beir import load_beir
+from rag_eval_assets.evalset.detect import directory_format, format_of_read
+from rag_eval_assets.evalset.formats import FORMATS
 from rag_eval_assets.evalset.records import read_records
-from rag_eval_assets.evalset.schema import FORMATS, Question
-
-LAYOUT_NAMES = {"jsonl": "JSON Lines", "array": "a JSON array"}
+from rag_eval_assets.evalset.registry import LAYOUT_NAMES
+from rag_eval_assets.evalset.schema import Question
 
 
 @dataclass(frozen=True)
@@ -40,24 +38,25 @@ def load_evalset_with_warnings(path: str | Path, format: str | None = None) -> L
     if not p.exists():
         raise InputError([InputProblem(file, None, None, "no such file or directory")])
     if p.is_dir():
-        if format not in (None, "beir"):
+        fmt = FORMATS[format] if format else directory_format(p, file)
+        if fmt.layout != "directory":
             raise InputError([InputProblem(file, None, None, f"format {format} reads a file, got a directory")])
-        questions, warnings = load_beir(p, file)
-        return LoadResult(questions, "beir", warnings)
-    if format == "beir":
-        message = "format beir reads a directory holding queries.jsonl and qrels, got a file"
+        questions, warnings = fmt.load(p, file)
+        return LoadResult(questions, fmt.name, warnings)
+    if format is not None and FORMATS[format].layout == "directory":
+        message = f"format {format} reads {FORMATS[format].reads}, got a file"
         raise InputError([InputProblem(file, None, None, message)])
 
     read = read_records(p, file)
     problems = list(read.problems)
     found = format or format_of_read(file, read, problems)
-    if found is not None and LAYOUTS[found] != read.layout:
-        message = f"format {found} reads {LAYOUT_NAMES[LAYOUTS[found]]}, got {LAYOUT_NAMES[read.layout]}"
+    if found is not None and FORMATS[found].layout != read.layout:
+        message = f"format {found} reads {FORMATS[found].reads}, got {LAYOUT_NAMES[read.layout]}"
         problems.append(InputProblem(file, None, None, message))
         found = None
     if found is None:
         raise InputError(in_reading_order(problems))
-    parse = RECORD_PARSERS[found]
+    parse = FORMATS[found].parse
     questions = [q for q in (parse(file, r, problems) for r in read.records) if q is not None]
     position = "index" if read.layout == "array" else "line"
     problems.extend(duplicate_id_problems(questions, file, "id", position))

@@ -10,9 +10,6 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-FORMATS = ("seed000", "seed001", "seed002", "seed003", "seed004", "beir")
-QUESTION_TYPES = ("definition", "fact", "negative", "literal", "paraphrase", "scenario")
-
 
 @dataclass(frozen=True)
 class GoldSupport:

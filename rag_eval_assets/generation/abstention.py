@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from rag_eval_assets.corpus.headings import heading_prefix_match
+from rag_eval_assets.metrics.retrieval import PER_QUERY_COLUMNS
 
 REFUSAL_PHRASES: dict[str, tuple[str, ...]] = {
     "en": (
@@ -74,7 +75,6 @@ REFUSAL_PHRASES: dict[str, tuple[str, ...]] = {
 _PHRASES = tuple(p for phrases in REFUSAL_PHRASES.values() for p in phrases)
 
 ABSTENTION_METRICS = ("abstention_accuracy", "hallucination_rate_unanswerable", "answered_rate")
-PER_QUERY_COLUMNS = ("query_id", "retriever", "k", "metric", "value")
 
 
 def infer_abstention(answer: str) -> str | None:

@@ -75,7 +75,9 @@ ANSWER_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-_SCORE = {"type": "integer", "enum": [0, 1, 2, 3, 4, 5]}
+# The judges' scale; the prompts' texts spell it ("Score 0-5") because a prompt's text is its version.
+JUDGE_TOP_SCORE = 5
+_SCORE = {"type": "integer", "enum": list(range(JUDGE_TOP_SCORE + 1))}
 _CLAIMS = {"type": "array", "items": {"type": "string"}}
 
 GROUNDEDNESS_PROMPT = Prompt(

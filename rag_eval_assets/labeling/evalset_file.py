@@ -13,9 +13,9 @@ from typing import Any
 
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.evalset.load import load_evalset
+from rag_eval_assets.evalset.records import BOM
 from rag_eval_assets.evalset.schema import Question
 
-BOM = b"\xef\xbb\xbf"
 BACKUP_TIME_FORMAT = "%Y%m%d-%H%M%S"
 
 

@@ -22,7 +22,7 @@ from rag_eval_assets.evalset.fields import Fields
 from rag_eval_assets.evalset.records import json_error, json_type, parse_json
 from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.generation.abstention import infer_abstention
-from rag_eval_assets.metrics.json_v2 import WEIGHTS, JsonV2Score, dev_gate, score_json_v2
+from rag_eval_assets.metrics.json_v2 import JSON_V2_SCORE, WEIGHTS, JsonV2Score, dev_gate, score_json_v2
 from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN, has_rules, score_rules, weighted_score
 from rag_eval_assets.metrics.text import text_metrics
 from rag_eval_assets.retrieval.encoders import Encoder
@@ -161,7 +161,7 @@ def score_answers(
         if q.answer_example is not None:
             js = score_json_v2(q.answer_example, a["answer"], a.get("contexts") or [], abstained, q.is_negative)
             json_scores.append(js)
-            records += [(q.id, "json_v2_score", js.score), (q.id, "json_v2_schema_ok", float(js.schema_ok))]
+            records += [(q.id, JSON_V2_SCORE, js.score), (q.id, "json_v2_schema_ok", float(js.schema_ok))]
             records += [(q.id, f"json_v2_{name}", js.parts.get(name, math.nan)) for name in WEIGHTS]
         if q.is_negative:
             abstentions.append((abstained, inferred))

@@ -19,11 +19,10 @@ from collections.abc import Iterable
 import pandas as pd
 
 from rag_eval_assets.generation.judges import NOT_JUDGED_ABSTAINED, NOT_JUDGED_ANSWER_ERROR
-from rag_eval_assets.metrics.ragas_context import was_computed
+from rag_eval_assets.metrics.ragas_context import RAGAS_METRICS, was_computed
 
 CALL_HEALTH_COLUMNS = ("retriever", "k", "stage", "metric", "calls", "errors", "abstained", "judged", "error_rate",
                        "first_error")
-RAGAS_METRICS = ("context_precision", "context_recall")
 
 
 def call_health(answers: Iterable[pd.DataFrame], judged: Iterable[pd.DataFrame], per_query: pd.DataFrame) -> pd.DataFrame:

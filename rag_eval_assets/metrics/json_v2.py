@@ -15,10 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rag_eval_assets.evalset.formats.seed003 import ANSWER_LIST_FIELDS, ANSWER_TEXT_FIELDS
 from rag_eval_assets.metrics.normalise import squash
 
-TEXT_FIELDS = ("target_audience", "main_topic", "sub_topic", "original_evidence")
-LIST_FIELDS = ("detailed_description", "predicted_questions")
+JSON_V2_SCORE = "json_v2_score"  # the metric: the weighted total of the parts as a percentage
+TOP_SCORE = 100.0
 CATEGORY_FIELDS = ("target_audience", "main_topic", "sub_topic")
 WEIGHTS = {
     "target_audience": 0.10,
@@ -73,7 +74,7 @@ def score_json_v2(
 
     An abstained answer fails the schema (score 0), as an empty one does, even when its text is a valid object; when the question expects abstention it scores 100 with every part 1."""
     if abstained and abstention_expected:
-        return JsonV2Score(schema_ok=True, parts={name: 1.0 for name in WEIGHTS}, total=1.0, score=100.0)
+        return JsonV2Score(schema_ok=True, parts={name: 1.0 for name in WEIGHTS}, total=1.0, score=TOP_SCORE)
     if abstained:
         return JsonV2Score(schema_ok=False, schema_error="no answer: the answer abstained")
     got, error = parse_answer(answer_text)
@@ -89,7 +90,7 @@ def score_json_v2(
     )
     parts["grounding"] = grounding(got["source_map"], contexts)
     total = min(1.0, max(0.0, sum(WEIGHTS[name] * value for name, value in parts.items())))
-    return JsonV2Score(schema_ok=True, parts=parts, total=total, score=100.0 * total)
+    return JsonV2Score(schema_ok=True, parts=parts, total=total, score=TOP_SCORE * total)
 
 
 def parse_answer(answer_text: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -100,11 +101,14 @@ def parse_answer(answer_text: str) -> tuple[dict[str, Any] | None, str | None]:
         return None, f"not valid JSON: {exc}"
     if not isinstance(got, dict):
         return None, f"not a JSON object but {type(got).__name__}"
-    problems = [f"missing field {name!r}" for name in (*TEXT_FIELDS, *LIST_FIELDS, "source_map") if name not in got]
-    problems += [f"{name!r} is not a string" for name in TEXT_FIELDS if name in got and not isinstance(got[name], str)]
+    required = (*ANSWER_TEXT_FIELDS, *ANSWER_LIST_FIELDS, "source_map")
+    problems = [f"missing field {name!r}" for name in required if name not in got]
+    problems += [
+        f"{name!r} is not a string" for name in ANSWER_TEXT_FIELDS if name in got and not isinstance(got[name], str)
+    ]
     problems += [
         f"{name!r} is not a list of strings"
-        for name in LIST_FIELDS
+        for name in ANSWER_LIST_FIELDS
         if name in got and not (isinstance(got[name], list) and all(isinstance(x, str) for x in got[name]))
     ]
     if "source_map" in got and not isinstance(got["source_map"], list):

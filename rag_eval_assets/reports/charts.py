@@ -15,9 +15,10 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from rag_eval_assets.metrics.ragas_context import RAGAS_METRICS
+
 FIGSIZE = (9.0, 5.0)
 DPI = 100
-CONTEXT_METRICS = ("context_precision", "context_recall")
 TYPE_METRICS = ("hit@k", "mrr@k")
 
 
@@ -80,15 +81,15 @@ def plot_context_boxplots(
     """Boxplots of the per-question context_precision and context_recall per retriever at one k (by default the
     lower median of the k values they were computed at). Metrics without values are named with their reason from
     `reasons` (metric -> reason)."""
-    rows = per_query[per_query["metric"].isin(CONTEXT_METRICS) & per_query["value"].notna()]
+    rows = per_query[per_query["metric"].isin(RAGAS_METRICS) & per_query["value"].notna()]
     if k is None and not rows.empty:
         ks = sorted(rows["k"].unique())
         k = int(ks[(len(ks) - 1) // 2])
     title = "context_precision / context_recall per retriever" + (f" at k = {k}" if k is not None else "")
     if k is not None:
         rows = rows[rows["k"] == k]
-    present = [m for m in CONTEXT_METRICS if m in set(rows["metric"])]
-    missing = [m for m in CONTEXT_METRICS if m not in present]
+    present = [m for m in RAGAS_METRICS if m in set(rows["metric"])]
+    missing = [m for m in RAGAS_METRICS if m not in present]
     why = "; ".join(f"{m}: {(reasons or {}).get(m, 'not in this run')}" for m in missing)
     if not present:
         return _placeholder(path, title, why)

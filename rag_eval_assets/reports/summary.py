@@ -14,6 +14,7 @@ from rag_eval_assets.reports.comparison import comparison_markdown, verdict_line
 from rag_eval_assets.reports.markdown import markdown_table, metrics_table_markdown
 from rag_eval_assets.runs.store import (
     CHUNK_SIZE_KEY,
+    EVAL_SET_VERSION_KEY,
     OVERLAP_KEY,
     UNRESOLVED_GOLD,
     Run,
@@ -117,7 +118,7 @@ def generated_description(run: Run, previous: Run | None) -> str:
     retrievers = sorted({str(r["retriever"]) for r in run.results})
     ks = sorted({int(r["k"]) for r in run.results})
     questions = len({r["query_id"] for r in run.results})
-    version = config_value(run.config, "version_tuple.dataset.eval_set_version")
+    version = config_value(run.config, EVAL_SET_VERSION_KEY)
     text = (
         f"{questions} questions{f' of {version}' if version else ''}, "
         f"retrievers {', '.join(retrievers) or '—'}, k = {', '.join(map(str, ks)) or '—'}"

@@ -31,7 +31,7 @@ import pandas as pd
 
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.metrics.aggregate import AGGREGATE_COLUMNS
-from rag_eval_assets.redaction import redact
+from rag_eval_assets.redaction import drop_secrets, redact
 from rag_eval_assets.runs.versions import VersionTuple
 
 RESULTS_FILE = "results.jsonl"
@@ -45,10 +45,6 @@ RUN_ID_FORMAT = "%Y%m%d_%H%M%S"
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # created_at, accepted_at, sent_at: UTC
 TEXT_LIMIT = 200
 ELLIPSIS = "…"
-# A config key whose name contains one of these (any case) is never written, whatever its value.
-SECRET_MARKERS = ("api_key", "apikey", "token", "secret", "password", "authorization")
-# Settings that only name or size a secret-looking thing: the name of a key's environment variable, token counts.
-NOT_SECRET = re.compile(r"(_env|_tokens)$")
 VERSION_TUPLE_KEY = "version_tuple"
 EVAL_SET_VERSION_KEY = "version_tuple.dataset.eval_set_version"
 CHUNK_SIZE_KEY = "version_tuple.index.chunk_size_chars"
@@ -339,20 +335,6 @@ def truncate_texts(value: Any, limit: int = TEXT_LIMIT) -> Any:
 
 def _is_identifier(key: str) -> bool:
     return key == "id" or key.endswith("_id")
-
-
-def drop_secrets(value: Any) -> Any:
-    """`value` without any mapping key whose name contains a SECRET_MARKERS entry, at any depth (keys matching
-    NOT_SECRET, such as `api_key_env` or `max_tokens`, hold no secret and are kept)."""
-    if isinstance(value, Mapping):
-        return {k: drop_secrets(v) for k, v in value.items() if not _is_secret(str(k).lower())}
-    if isinstance(value, (list, tuple)):
-        return [drop_secrets(v) for v in value]
-    return value
-
-
-def _is_secret(key: str) -> bool:
-    return any(m in key for m in SECRET_MARKERS) and not NOT_SECRET.search(key)
 
 
 def flatten(value: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

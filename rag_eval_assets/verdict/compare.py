@@ -16,14 +16,8 @@ import numpy as np
 import pandas as pd
 
 from rag_eval_assets.runs.store import Run, config_value, flatten, jsonable
-from rag_eval_assets.verdict.gate import (
-    choose_metric,
-    corrected,
-    per_question_name,
-    success_threshold,
-    unhealthy,
-    weighted_terms,
-)
+from rag_eval_assets.verdict.corrections import corrected
+from rag_eval_assets.verdict.gate import choose_metric, per_question_name, success_threshold, unhealthy, weighted_terms
 from rag_eval_assets.verdict.paired import PairedTest, paired_tests
 from rag_eval_assets.verdict.settings import GateSettings
 from rag_eval_assets.verdict.text import interval_text, p_text, signed

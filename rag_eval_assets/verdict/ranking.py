@@ -10,7 +10,8 @@ import pandas as pd
 
 from rag_eval_assets.metrics.stats import bootstrap_ci
 from rag_eval_assets.runs.store import Run
-from rag_eval_assets.verdict.gate import choose_metric, corrected, per_question_name, weighted_terms
+from rag_eval_assets.verdict.corrections import corrected
+from rag_eval_assets.verdict.gate import choose_metric, per_question_name, weighted_terms
 from rag_eval_assets.verdict.paired import paired_test
 from rag_eval_assets.verdict.settings import GateSettings
 from rag_eval_assets.verdict.text import interval_text, signed

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Literal
 
 from pydantic import StrictBool, StrictFloat, StrictInt, StrictStr
 
 from rag_eval_assets.settings_base import Section, at_least, between
+from rag_eval_assets.verdict.corrections import CORRECTIONS, JOINT
 
 AUTO = "auto"
-Correction = Literal["joint", "holm", "bonferroni", "none"]
-CORRECTIONS: tuple[str, ...] = get_args(Correction)
 
 
 class GateSettings(Section):
@@ -22,7 +21,7 @@ class GateSettings(Section):
     max_regressions: Annotated[StrictInt, at_least(0)] | None = None  # ... or when more questions flip to failure
     alpha: Annotated[StrictFloat, between(0, 1, open=True)] = 0.05
     # across the cells the gate judges: joint = step-down max-T over sign flips of whole questions (verdict/joint.py)
-    correction: Correction = "joint"
+    correction: Literal[*CORRECTIONS] = JOINT
     significant_only: StrictBool = True  # failures count only where the cell's paired test is significant
     # a metric whose calls failed more often than this (in either run) is not compared
     max_error_rate: Annotated[StrictFloat, between(0, 1)] = 0.05

@@ -18,7 +18,7 @@ from rag_eval_assets.evalset.tables import questions_from_frame, questions_for_m
 from rag_eval_assets.generation.abstention import attribution_hit
 from rag_eval_assets.generation.answers import answer_questions
 from rag_eval_assets.generation.citations import contexts_by_query
-from rag_eval_assets.generation.judges import JUDGMENT_COLUMNS, judge_agreement, judge_answers, judgment_counts
+from rag_eval_assets.generation.judges import JUDGES, JUDGMENT_COLUMNS, judge_agreement, judge_answers, judgment_counts
 from rag_eval_assets.generation.query_generation import generate_queries, sample_chunks, write_generated_evalset
 from rag_eval_assets.llm.estimate import estimate_cost, estimate_tokens
 from rag_eval_assets.metrics.aggregate import aggregate_metrics
@@ -33,7 +33,6 @@ from rag_eval_assets.retrieval.registry import kind_of, own_answer_variants
 from rag_eval_assets.settings import Settings
 
 LLM_POOL = "llm"  # deploy/dagster.yaml limits it to one step at a time across runs
-JUDGE_METRICS = ("groundedness", "correctness")
 NO_RULES = ("not applicable: no question has a seed 000 rule (must_include, must_include_any, must_not_include, "
             "require_citation)")
 NOT_COMPUTED_COLUMNS = ("metric", "reason")
@@ -149,7 +148,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
             versions = dataset_versions(context, s).with_part("index", **chunking_part(s))
             return dg.Output(pd.DataFrame(columns=list(JUDGMENT_COLUMNS)),
                              metadata={"not_computed": reason, **version_metadata(versions)})
-        estimate = estimate_cost(len(answers) * len(JUDGE_METRICS), _mean_prompt_tokens(answers), 200, s.llm)
+        estimate = estimate_cost(len(answers) * len(JUDGES), _mean_prompt_tokens(answers), 200, s.llm)
         context.log.info(f"estimate before judging: {estimate}")
         with llm_client(s, llm.api_key) as client:
             table = judge_answers(client, answers, evalset, JUDGE_PROMPT_VERSION, s.judge.replicates,
@@ -320,9 +319,9 @@ def answer_defs(settings: Settings) -> dg.Definitions:
 
 def _not_computed(s: Settings) -> list[tuple[str, str]]:
     if s.llm is None:
-        return [(m, NO_LLM) for m in JUDGE_METRICS]
+        return [(m, NO_LLM) for m in JUDGES]
     if not s.judge.enabled:
-        return [(m, "not computed: judge.enabled is false") for m in JUDGE_METRICS]
+        return [(m, "not computed: judge.enabled is false") for m in JUDGES]
     return []
 
 

@@ -3,7 +3,7 @@
 import dagster as dg
 import pandas as pd
 
-from rag_eval_assets.metrics.json_v2 import gate_from_values
+from rag_eval_assets.metrics.json_v2 import JSON_V2_SCORE, gate_from_values
 
 
 @dg.asset_check(
@@ -14,7 +14,7 @@ from rag_eval_assets.metrics.json_v2 import gate_from_values
 )
 def json_v2_dev_gate(answer_metrics_per_query: pd.DataFrame, dev_subset: pd.DataFrame) -> dg.AssetCheckResult:
     rows = answer_metrics_per_query[answer_metrics_per_query["query_id"].isin(set(dev_subset["id"]))]
-    scores = rows[rows["metric"] == "json_v2_score"]
+    scores = rows[rows["metric"] == JSON_V2_SCORE]
     if scores.empty:
         return dg.AssetCheckResult(
             passed=True, description="nothing to check: no seed 003 questions (answer_example) in the dev subset",

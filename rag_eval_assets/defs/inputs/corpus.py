@@ -15,10 +15,10 @@ from rag_eval_assets.defs.metadata import content_version, dataset_versions, pre
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.evalset.tables import questions_from_frame
 from rag_eval_assets.preflight import chunk_corpus
+from rag_eval_assets.runs.store import UNRESOLVED_GOLD
 from rag_eval_assets.runs.versions import VersionTuple, chunking_part, dataset_part
 
 GOLD_CHECK = "gold_resolves"
-UNRESOLVED_GOLD = "unresolved_gold"
 
 
 @dg.asset(group_name="inputs", kinds={"pandas", "parquet"}, code_version="1", deps=[preflight, CORPUS_FILES])

@@ -1,31 +1,10 @@
-"""One record parser per seed format; BEIR, a directory, has its own loader in beir.py.
+"""The registered evalset formats: one record parser per seed format, and BEIR, a directory, with a loader of its
+own. A new format is one module here and one line below (evalset/registry.py says what a module declares)."""
 
-A parser records every problem of its record and returns a Question whenever the id is readable, even
-with other fields bad, so duplicate ids are still found; the loader raises before such a Question escapes.
-"""
+from rag_eval_assets.evalset.formats import beir, seed000, seed001, seed002, seed003, seed004
+from rag_eval_assets.evalset.registry import FORMATS, register
 
-from __future__ import annotations
+for _module in (seed000, seed001, seed002, seed003, seed004, beir):
+    register(_module.FORMAT)
 
-from collections.abc import Callable
-
-from rag_eval_assets.errors import InputProblem
-from rag_eval_assets.evalset.formats import seed000, seed001, seed002, seed003, seed004
-from rag_eval_assets.evalset.records import Layout, Record
-from rag_eval_assets.evalset.schema import Question
-
-RecordParser = Callable[[str, Record, list[InputProblem]], Question | None]
-
-RECORD_PARSERS: dict[str, RecordParser] = {
-    "seed000": seed000.parse,
-    "seed001": seed001.parse,
-    "seed002": seed002.parse,
-    "seed003": seed003.parse,
-    "seed004": seed004.parse,
-}
-LAYOUTS: dict[str, Layout] = {
-    "seed000": "jsonl",
-    "seed001": "jsonl",
-    "seed002": "jsonl",
-    "seed003": "array",
-    "seed004": "jsonl",
-}
+__all__ = ["FORMATS"]

@@ -14,6 +14,7 @@ from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.evalset.checks import duplicate_id_problems, in_reading_order
 from rag_eval_assets.evalset.fields import Fields
 from rag_eval_assets.evalset.records import BOM, Record, read_records
+from rag_eval_assets.evalset.registry import EvalsetFormat
 from rag_eval_assets.evalset.schema import Question
 
 QUERIES = "queries.jsonl"
@@ -55,6 +56,22 @@ def load_beir(directory: Path, file: str) -> tuple[list[Question], list[str]]:
     return kept, _drop_warnings(queries_file, judged)
 
 
+def version_files(directory: Path) -> list[str]:
+    """The files whose bytes are the collection's version: queries.jsonl, then each qrels file present."""
+    return [QUERIES, *qrels_paths(directory)]
+
+
+FORMAT = EvalsetFormat(
+    "beir",
+    "directory",
+    load=load_beir,
+    files=(QUERIES,),
+    contents=version_files,
+    title="BEIR",
+    holds="queries.jsonl and qrels",
+)
+
+
 def _positive(grades: dict[str, int]) -> tuple[str, ...]:
     return tuple(doc for doc, grade in grades.items() if grade > 0)
 
@@ -92,7 +109,7 @@ def _query(file: str, record: Record, problems: list[InputProblem]) -> Question 
     return Question(
         id=qid,
         question=text or "",
-        format="beir",
+        format=FORMAT.name,
         source_file=file,
         source_line=record.line,
         reference_answer=answers[0] if answers else None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rag_eval_assets.errors import InputProblem
 from rag_eval_assets.evalset.fields import Fields
 from rag_eval_assets.evalset.records import Record
+from rag_eval_assets.evalset.registry import EvalsetFormat
 from rag_eval_assets.evalset.schema import Question
 
 
@@ -22,7 +23,7 @@ def parse(file: str, record: Record, problems: list[InputProblem]) -> Question |
     return Question(
         id=qid,
         question=question or "",
-        format="seed000",
+        format=FORMAT.name,
         source_file=file,
         source_line=record.line,
         must_include=must_include,
@@ -32,3 +33,11 @@ def parse(file: str, record: Record, problems: list[InputProblem]) -> Question |
         weight=weight,
         raw=record.value,
     )
+
+
+FORMAT = EvalsetFormat(
+    "seed000",
+    "jsonl",
+    parse=parse,
+    marker_keys=frozenset({"must_include", "must_include_any", "must_not_include", "require_citation", "weight"}),
+)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rag_eval_assets.errors import InputProblem
 from rag_eval_assets.evalset.fields import Fields
 from rag_eval_assets.evalset.records import Record
+from rag_eval_assets.evalset.registry import EvalsetFormat
 from rag_eval_assets.evalset.schema import Question
 
 TYPES = ("definition", "fact", "negative")
@@ -32,7 +33,7 @@ def parse(file: str, record: Record, problems: list[InputProblem]) -> Question |
     return Question(
         id=qid,
         question=question or "",
-        format="seed001",
+        format=FORMAT.name,
         source_file=file,
         source_line=record.line,
         gold_doc_ids=gold_doc_ids,
@@ -43,3 +44,12 @@ def parse(file: str, record: Record, problems: list[InputProblem]) -> Question |
         answerable=not negative,
         raw=record.value,
     )
+
+
+FORMAT = EvalsetFormat(
+    "seed001",
+    "jsonl",
+    parse=parse,
+    marker_keys=frozenset({"gold_doc_ids", "gold_chunk_ids"}),
+    marker_types=frozenset(TYPES),
+)

@@ -6,6 +6,7 @@ from rag_eval_assets.errors import InputProblem
 from rag_eval_assets.evalset.fields import Fields
 from rag_eval_assets.evalset.formats.anchors import read_gold_supports
 from rag_eval_assets.evalset.records import Record, json_type
+from rag_eval_assets.evalset.registry import EvalsetFormat
 from rag_eval_assets.evalset.schema import Question
 
 RECENCY_CONFLICT_RULES = ("cite_newer", "acknowledge_both", "cite_both")
@@ -31,7 +32,7 @@ def parse(file: str, record: Record, problems: list[InputProblem]) -> Question |
     return Question(
         id=qid,
         question=question or "",
-        format="seed002",
+        format=FORMAT.name,
         source_file=file,
         source_line=record.line,
         answerable=answerable,
@@ -46,6 +47,19 @@ def parse(file: str, record: Record, problems: list[InputProblem]) -> Question |
         difficulty=difficulty,
         raw=record.value,
     )
+
+
+# gold_supports marks seed 002 unless the file shows seed 004's own markers (seed 004 may carry it too); a plain
+# list of questions is a seed 002 evalset with no gold yet: what `rag-eval label` starts from.
+FORMAT = EvalsetFormat(
+    "seed002",
+    "jsonl",
+    parse=parse,
+    marker_keys=frozenset(
+        {"answerable", "expected_key_facts", "required_support_groups", "recency_conflict_rule", "gold_supports"}
+    ),
+    fallback_keys=frozenset({"id", "question"}),
+)
 
 
 def _support_groups(f: Fields, support_count: int) -> tuple[tuple[int, ...], ...] | None:

@@ -8,6 +8,7 @@ from rag_eval_assets.errors import InputProblem
 from rag_eval_assets.evalset.fields import Fields
 from rag_eval_assets.evalset.formats.anchors import read_source_map
 from rag_eval_assets.evalset.records import Record
+from rag_eval_assets.evalset.registry import EvalsetFormat
 from rag_eval_assets.evalset.schema import Question, SourceRef
 
 ANSWER_TEXT_FIELDS = ("target_audience", "main_topic", "sub_topic", "original_evidence")
@@ -42,7 +43,7 @@ def parse(file: str, record: Record, problems: list[InputProblem]) -> Question |
     return Question(
         id=qid,
         question=question or "",
-        format="seed003",
+        format=FORMAT.name,
         source_file=file,
         source_line=record.line,
         type=qtype,
@@ -51,3 +52,6 @@ def parse(file: str, record: Record, problems: list[InputProblem]) -> Question |
         source_map=source_map,
         raw=record.value,
     )
+
+
+FORMAT = EvalsetFormat("seed003", "array", parse=parse)

@@ -9,6 +9,7 @@ from rag_eval_assets.errors import InputProblem
 from rag_eval_assets.evalset.fields import Fields
 from rag_eval_assets.evalset.formats.anchors import read_gold_supports, read_source_map
 from rag_eval_assets.evalset.records import Record
+from rag_eval_assets.evalset.registry import EvalsetFormat
 from rag_eval_assets.evalset.schema import Question
 
 TYPES = ("literal", "paraphrase", "scenario")
@@ -38,7 +39,7 @@ def parse(file: str, record: Record, problems: list[InputProblem]) -> Question |
     return Question(
         id=qid,
         question=question or "",
-        format="seed004",
+        format=FORMAT.name,
         source_file=file,
         source_line=record.line,
         gold_chunk_ids=chunk_ids,
@@ -48,3 +49,13 @@ def parse(file: str, record: Record, problems: list[InputProblem]) -> Question |
         reference_answer=answer,
         raw=record.value,
     )
+
+
+FORMAT = EvalsetFormat(
+    "seed004",
+    "jsonl",
+    parse=parse,
+    marker_keys=frozenset({"relevant_chunk_ids", "answer", "source_map"}),
+    marker_types=frozenset(TYPES),
+    shared_keys=frozenset({"gold_supports"}),
+)

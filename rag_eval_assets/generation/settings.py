@@ -1,0 +1,42 @@
+"""The generation part of rag_eval.yaml: `answering:` (who answers, from how many chunks), `judge:` and
+`query_generation:` (seed 004)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, StrictBool, StrictInt, StrictStr
+
+from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN
+from rag_eval_assets.settings_base import KValues, Section, at_least, problem
+
+
+def _regex(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise problem(f"not a regular expression: {exc}") from exc
+    return pattern
+
+
+class AnsweringSettings(Section):
+    # extractive (offline, no LLM) | llm, for our retrievers; the http retriever's partitions always take the
+    # service's own answer, abstention flag and references (seed 002).
+    answerer: Literal["extractive", "llm"] = "extractive"
+    k_values: KValues = (5, 10)  # the k dimension of the answer grid: top-k chunks given to the answerer
+    # seed 000's "стр. N"; e.g. r"\bp\.\s*\d+" or r"第\d+页"
+    citation_pattern: Annotated[StrictStr, AfterValidator(_regex)] = DEFAULT_CITATION_PATTERN
+    adapter_id: StrictStr | None = None  # seed 003: the fine-tuned adapter (or registry model id) behind the answerer
+
+
+class JudgeSettings(Section):
+    enabled: StrictBool = True  # judges run only when an llm endpoint is configured
+    replicates: Annotated[StrictInt, at_least(0)] = 0  # > 0: judge a sample again this many times, report agreement
+    replicate_sample: Annotated[StrictInt, at_least(0)] = 10
+
+
+class QueryGenerationSettings(Section):
+    # chunks sampled (seeded, spread across documents) for seed 004 query generation
+    n_chunks: Annotated[StrictInt, at_least(1)] = 10
+    seed: StrictInt = 0
