@@ -17,6 +17,7 @@ import yaml
 
 from rag_eval_assets.credentials import CredentialError
 from rag_eval_assets.errors import InputError
+from rag_eval_assets.labeling.grade_command import DISAGREEMENTS, add_grade_arguments
 from rag_eval_assets.redaction import install_log_redaction, redact_text
 from rag_eval_assets.verdict.settings import CORRECTIONS
 
@@ -557,11 +558,16 @@ def _backfill(args: argparse.Namespace) -> int:
 
 def _label(args: argparse.Namespace) -> int:
     from rag_eval_assets.labeling.command import label
+    from rag_eval_assets.labeling.grade_command import grade
 
     settings = _configured(args)
     if settings is None:
         print("error: no rag_eval.yaml here; give --config (the corpus to retrieve from)", file=sys.stderr)
         return 2
+    if args.grade is not None or args.only == DISAGREEMENTS:
+        from rag_eval_assets.defs.storage.table_store import TableStore
+
+        return grade(settings, args, TableStore(settings.assets_dir).locate)
     return label(settings, Path(args.evalset), args.retriever, args.sut_url, args.k, args.only)
 
 
@@ -668,8 +674,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: hybrid when configured, else the first)")
     source.add_argument("--sut-url", help="the HTTP service under test instead, asked with debug=true and K=k")
     lb.add_argument("--k", type=int, default=20, help="chunks shown per question (default 20)")
-    lb.add_argument("--only", choices=("unlabeled", "failing", "all"), default="all",
-                    help="unlabeled: no gold yet; failing: gold not in the top k of the latest run")
+    lb.add_argument("--only", choices=("unlabeled", "failing", "all", DISAGREEMENTS), default="all",
+                    help="unlabeled: no gold yet; failing: gold not in the top k of the latest run; "
+                    "disagreements (with --grade): grades more than a point from the judge's score")
+    add_grade_arguments(lb)
     lb.set_defaults(func=_label)
     return parser
 
