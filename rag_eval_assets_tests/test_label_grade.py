@@ -206,11 +206,13 @@ def test_only_disagreements_picks_grades_more_than_one_point_off(first, evalset:
 
     found = disagreements(answers, load_grades(grades_path(evalset)))
     # Every answer whose judge saw one of the two disagreeing inputs, in whichever cell.
-    off = {("correctness", low.judgments["correctness"].sha256), ("groundedness", high.judgments["groundedness"].sha256)}
+    off = {("correctness", low.judgments["correctness"].sha256),
+           ("groundedness", high.judgments["groundedness"].sha256)}
     expected = [(a.query_id, a.cell, tuple(judge for judge, j in a.judgments.items() if (judge, j.sha256) in off))
                 for a in answers if any((judge, j.sha256) in off for judge, j in a.judgments.items())]
     assert [(a.query_id, a.cell, judges) for a, judges in found] == expected
-    assert (low.query_id, low.cell, ("correctness",)) in expected and (high.query_id, high.cell, ("groundedness",)) in expected
+    assert (low.query_id, low.cell, ("correctness",)) in expected
+    assert (high.query_id, high.cell, ("groundedness",)) in expected
     # Shown again, a disagreement already has its grade, so the judge's score is in view from the start.
     again = GradeSession([GradeItem(a, judges) for a, judges in found], grades_path(evalset), first[1].name)
     (panel,) = _run(GradeApp(again))

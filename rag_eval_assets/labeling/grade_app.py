@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from rag_eval_assets.evalset.schema import Question
@@ -14,7 +14,7 @@ from rag_eval_assets.labeling.grade_session import GradeSession
 from rag_eval_assets.labeling.grades import judge_definition
 
 KEYS = """\
-0-5         grade the selected metric (saved at once); the judge's score is shown then
+0-5         grade the metric (saved); its judge score shows
 tab, m      select the other metric
 n, enter    next answer (an ungraded one is skipped)
 p           previous answer
@@ -34,8 +34,9 @@ class GradeApp(App[None]):
     CSS = """
     #status { dock: top; height: 1; background: $accent; color: $text; }
     #body { padding: 0 1; }
-    #grading { dock: bottom; height: auto; padding: 0 1; border-top: solid $accent; }
-    #message { dock: bottom; height: auto; max-height: 4; padding: 0 1; background: $panel; }
+    #footer { dock: bottom; height: auto; }
+    #grading { height: auto; padding: 0 1; border-top: solid $accent; }
+    #message { height: auto; max-height: 4; padding: 0 1; background: $panel; }
     """
     BINDINGS = [
         *(Binding(str(n), f"grade({n})", show=False) for n in range(10)),
@@ -53,8 +54,9 @@ class GradeApp(App[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(id="status", markup=False)
-        yield Static("? shows the keys", id="message", markup=False)
-        yield Static(id="grading", markup=False)
+        with Vertical(id="footer"):
+            yield Static(id="grading", markup=False)
+            yield Static("? shows the keys", id="message", markup=False)
         with VerticalScroll(id="body"):
             yield Static(id="answer", markup=False)
 
@@ -101,7 +103,8 @@ class GradeApp(App[None]):
             grade = s.grade_of(judge)
             scale = s.scale(judge)
             selected = judge == s.judge
-            text.append(f"{'▶' if selected else ' '} {judge} ({min(scale)}-{max(scale)})", style="bold" if selected else "")
+            text.append(f"{'▶' if selected else ' '} {judge} ({min(scale)}-{max(scale)})",
+                        style="bold" if selected else "")
             text.append(f"   your grade {'-' if grade is None else grade}")
             score = answer.judgments[judge].score
             text.append(f"   judge {HIDDEN if grade is None else _number(score)}\n",

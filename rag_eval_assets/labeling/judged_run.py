@@ -86,7 +86,7 @@ def read_judged_answers(run_dir: Path, stored: StoredTable | None) -> tuple[Run,
     on the way: where the whole judge inputs came from, and the judgments left out because the stored tables no
     longer hold them."""
     run = read_run(run_dir)
-    rows = [row for row in run.results if _scored(row)]
+    rows = [row for row in run.results if _main(row)]
     results_file = str(run_dir / RESULTS_FILE)
     if not rows:
         raise InputError([InputProblem(results_file, None, "judgments", "no judgment with a score: this run's "
@@ -123,10 +123,6 @@ def read_judged_answers(run_dir: Path, stored: StoredTable | None) -> tuple[Run,
 def _main(row: dict[str, Any]) -> list[dict[str, Any]]:
     return [j for j in row.get("judgments") or [] if j.get("replicate", 0) == 0 and j.get("score") is not None
             and j.get("judge") in JUDGES]
-
-
-def _scored(row: dict[str, Any]) -> bool:
-    return bool(_main(row))
 
 
 def _judgment_key(row: dict[str, Any], judgment: dict[str, Any]) -> tuple[str, str, int, str]:
