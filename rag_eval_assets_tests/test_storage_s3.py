@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 from rag_eval_assets.cli import main
-from rag_eval_assets.defs.storage import table_store
+from rag_eval_assets.defs.storage import compare_and_swap
 from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
 from rag_eval_assets.defs.storage.table_store import CURRENT, STAGING, TableStore
 from rag_eval_assets_tests.s3_server import s3_server
@@ -49,7 +49,7 @@ def put_together(path, text, etag):
         time.sleep(0.05)
     won = put(path, text, etag)
     with (meeting / f"{me}.attempts").open("a") as attempts:
-        attempts.write(f"{etag or 'none'} {'committed' if won else 'read again'}\n")
+        attempts.write(f"{etag or 'none'} {'committed' if won else 'read again'}\\n")
     return won
 
 compare_and_swap.put_if_unchanged = put_together
@@ -58,9 +58,17 @@ sys.exit(main(["--config", config, "run"]))
 
 
 @pytest.fixture(scope="module")
-def s3():
+def s3_process():
     with s3_server() as server:
         yield server
+
+
+@pytest.fixture
+def s3(s3_process, monkeypatch):
+    """The server, with this process's environment pointing botocore at it."""
+    for name, value in s3_process.env().items():
+        monkeypatch.setenv(name, value)
+    return s3_process
 
 
 def _config(directory: Path, bucket: str, extra: str = GRID) -> Path:
@@ -86,13 +94,11 @@ def _seen_by_readers(objects: dict[str, bytes]) -> dict[str, bytes]:
 def test_commits_on_s3_replace_the_version_they_read(s3, monkeypatch):
     """Two commits that read the same current.json: the second's conditional write fails, so it reads the first's
     and adds its own entry to it; none is lost (without the condition the second overwrote the first)."""
-    for name, value in s3.env().items():
-        monkeypatch.setenv(name, value)
     base = s3.create_bucket("swap") + "/assets"
     stores = [TableStore(base), TableStore(base)]
     files = [store.write(f"entry{i}", pa.table({"i": [i]}), f"run{i}") for i, store in enumerate(stores)]
     both_read = threading.Barrier(2)
-    put, outcomes = table_store.compare_and_swap.put_if_unchanged, []
+    put, outcomes = compare_and_swap.put_if_unchanged, []
 
     def put_together(path, text, etag):
         if len(outcomes) < 2:
@@ -100,7 +106,7 @@ def test_commits_on_s3_replace_the_version_they_read(s3, monkeypatch):
         outcomes.append(put(path, text, etag))
         return outcomes[-1]
 
-    monkeypatch.setattr(table_store.compare_and_swap, "put_if_unchanged", put_together)
+    monkeypatch.setattr(compare_and_swap, "put_if_unchanged", put_together)
     threads = [threading.Thread(target=store.commit_now, args=(f"entry{i}", files[i], f"run{i}"))
                for i, store in enumerate(stores)]
     for thread in threads:
@@ -114,8 +120,6 @@ def test_commits_on_s3_replace_the_version_they_read(s3, monkeypatch):
 
 
 def test_a_run_on_s3_stores_its_tables_there_and_a_second_run_recomputes_nothing(s3, tmp_path, monkeypatch, capsys):
-    for name, value in s3.env().items():
-        monkeypatch.setenv(name, value)
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     bucket = "first-run"
     s3.create_bucket(bucket)
@@ -149,8 +153,6 @@ def test_a_run_on_s3_stores_its_tables_there_and_a_second_run_recomputes_nothing
 
 
 def test_a_run_killed_midway_changes_nothing_a_reader_sees(s3, tmp_path, monkeypatch):
-    for name, value in s3.env().items():
-        monkeypatch.setenv(name, value)
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     bucket = "killed-run"
     s3.create_bucket(bucket)

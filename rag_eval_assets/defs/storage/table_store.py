@@ -186,7 +186,7 @@ class TableStore:
         staging = self.base / STAGING
         referenced = set()
         for pipeline_dir in staging.iterdir() if staging.exists() else []:
-            markers = [json.loads(m.read_text(encoding="utf-8")) for m in pipeline_dir.rglob("*.json")]
+            markers = _markers(pipeline_dir)
             latest = max((datetime.fromisoformat(m["staged_at"]) for m in markers), default=None)
             if latest is None or now - latest > ABANDONED_STAGING:
                 self._drop(pipeline_dir)
@@ -203,7 +203,8 @@ class TableStore:
 
     def _drop(self, directory: UPath) -> None:
         if directory.exists():
-            directory.fs.rm(directory.path, recursive=True)
+            with contextlib.suppress(FileNotFoundError):  # on S3 its pipeline may have committed and dropped it
+                directory.fs.rm(directory.path, recursive=True)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -223,6 +224,16 @@ class TableStore:
                 yield
         else:
             yield
+
+
+def _markers(pipeline_dir: UPath) -> list[dict]:
+    """A pipeline's staging markers; on S3, where garbage collection holds no lock, those the pipeline drops while
+    they are read (it committed them: they are in current.json) are left out."""
+    found = []
+    for marker in pipeline_dir.rglob("*.json"):
+        with contextlib.suppress(FileNotFoundError):
+            found.append(json.loads(marker.read_text(encoding="utf-8")))
+    return found
 
 
 def _with_changes(old: dict, changes: dict[str, str], pipeline: str) -> tuple[dict, list[str]]:
