@@ -20,7 +20,7 @@ import pytest
 from rag_eval_assets.cli import main
 from rag_eval_assets.defs.storage import compare_and_swap
 from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
-from rag_eval_assets.defs.storage.table_store import CURRENT, STAGING, TableStore
+from rag_eval_assets.defs.storage.table_store import CURRENT, STAGING, SWAP_ATTEMPTS, CommitConflict, TableStore
 from rag_eval_assets_tests.s3_server import s3_server
 from rag_eval_assets_tests.sample_config import write_sample_config
 from rag_eval_assets_tests.waiting import wait_for
@@ -117,6 +117,26 @@ def test_commits_on_s3_replace_the_version_they_read(s3, monkeypatch):
     current = TableStore(base).current()
     assert current["generation"] == 2
     assert current["tables"] == {"entry0": files[0], "entry1": files[1]}
+
+
+def test_a_commit_that_keeps_losing_the_race_fails_clearly_and_commits_nothing(s3, monkeypatch):
+    base = s3.create_bucket("always-late") + "/assets"
+    store = TableStore(base)
+    store.commit_now("chunks", store.write("chunks", pa.table({"i": [1]}), "first"), "first")
+    before = store.current()
+    tried = []
+
+    def always_late(path, text, etag):  # fault injection: another commit always wrote between this read and write
+        tried.append(etag)
+        return False
+
+    monkeypatch.setattr(compare_and_swap, "put_if_unchanged", always_late)
+    with pytest.raises(CommitConflict) as info:
+        store.commit_now("chunks", store.write("chunks", pa.table({"i": [2]}), "second"), "second")
+    assert str(info.value) == (f"{base}/{CURRENT}: replaced by {SWAP_ATTEMPTS} other commits while second was "
+                               "committing; nothing of it was committed: run it again")
+    assert len(tried) == SWAP_ATTEMPTS and len(set(tried)) == 1 and tried[0].startswith('"')
+    assert store.current() == before
 
 
 def test_a_run_on_s3_stores_its_tables_there_and_a_second_run_recomputes_nothing(s3, tmp_path, monkeypatch, capsys):
