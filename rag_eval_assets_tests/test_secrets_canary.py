@@ -6,14 +6,18 @@ and one Dagster home: against servers that answer, against servers that fail eve
 JSON), and against a service that is down (the pipeline stops at its retrieval). No canary may appear in any byte
 the runs wrote (Parquet decoded, JSON, Markdown, HTML, SQLite caches, Dagster's SQLite storage and compute logs,
 rag-eval's log files), in the terminal, or in what the Dagster webserver answers over GraphQL about those runs.
+With storage_dir on s3:// (a real S3-compatible server, s3_server.py) the secret access key, read from
+AWS_SECRET_ACCESS_KEY, reaches none of that nor any object in the bucket, in a run that succeeds or one that fails.
 """
 
 from __future__ import annotations
 
 import base64
+import io
 import json
 from pathlib import Path
 
+import dagster as dg
 import pandas as pd
 
 from rag_eval_assets.cli import main
@@ -22,6 +26,7 @@ from rag_eval_assets.corpus.load import load_corpus
 from rag_eval_assets.defs.run_log import LOG_FILE
 from rag_eval_assets_tests.dagster_server import BIN, dagster_env, graphql, running_server, wait_for_asset_keys
 from rag_eval_assets_tests.llm_fault_server import Reply, Status, llm_fault_server, schema_reply
+from rag_eval_assets_tests.s3_server import s3_server
 from rag_eval_assets_tests.sample_config import SAMPLE, write_sample_config
 from rag_eval_assets_tests.stored_tables import newest_pipeline, stored_table
 from rag_eval_assets_tests.sut_server import CorpusChunk, sut_server, unused_port
@@ -29,7 +34,8 @@ from rag_eval_assets_tests.sut_server import CorpusChunk, sut_server, unused_por
 KEY = "CANARY-KEY-4f1e"
 PASSWORD = "CANARY-PASS-9b2c"
 TOKEN = "CANARY-TOKEN-7d3a"
-CANARIES = (KEY, PASSWORD, TOKEN)
+AWS_SECRET = "CANARY-AWS-SECRET-5e8f"
+CANARIES = (KEY, PASSWORD, TOKEN, AWS_SECRET)
 KEY_ENV = "RAG_EVAL_CANARY_KEY"
 N_QUESTIONS = 2
 # Valid replies per schema title (prompts.py), so that the answering run succeeds; ragas gets echoes.
@@ -73,15 +79,15 @@ def _run(config: Path) -> int:
 def _written_text(root: Path, config: Path) -> dict[str, str]:
     """Every file under `root` but the configuration (the one place credentials are written by the user) as text:
     Parquet decoded (its pages are compressed), anything else byte for byte."""
-    texts = {}
-    for path in root.rglob("*"):
-        if not path.is_file() or path == config:
-            continue
-        raw = path.read_bytes().decode("utf-8", errors="replace")
-        if path.suffix == ".parquet":
-            raw += pd.read_parquet(path).to_json(orient="records", force_ascii=False)
-        texts[str(path)] = raw
-    return texts
+    return {str(path): _decoded(path.name, path.read_bytes()) for path in root.rglob("*")
+            if path.is_file() and path != config}
+
+
+def _decoded(name: str, raw: bytes) -> str:
+    text = raw.decode("utf-8", errors="replace")
+    if name.endswith(".parquet"):
+        text += pd.read_parquet(io.BytesIO(raw)).to_json(orient="records", force_ascii=False)
+    return text
 
 
 def _leaks(texts: dict[str, str]) -> dict[str, list[str]]:
@@ -183,3 +189,47 @@ def test_no_canary_reaches_any_artifact_log_terminal_or_the_ui(tmp_path, monkeyp
     assert "svc:***@127.0.0.1" in answers_text  # the UI shows the URLs, redacted
     assert not any(c in answers_text for c in CANARIES)
     assert _leaks(_written_text(tmp_path, config)) == {}  # nor did the webserver write one (its log, its storage)
+
+
+def test_no_aws_secret_reaches_a_run_on_s3_its_bucket_or_its_events(tmp_path, monkeypatch, capfd):
+    lines = (SAMPLE / "evalsets" / "eval_set.jsonl").read_text(encoding="utf-8").splitlines()[:N_QUESTIONS]
+    evalset = tmp_path / "eval_set.jsonl"
+    evalset.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    terminal, down = [], f"http://127.0.0.1:{unused_port()}"
+    with s3_server(secret=AWS_SECRET) as s3:
+        for name, value in s3.env().items():
+            monkeypatch.setenv(name, value)
+        storage = s3.create_bucket("canary") + "/store"
+        configs = []
+        for name, retrievers in (("good", "[bm25]"), ("failing", "[bm25, http]")):
+            directory = tmp_path / name
+            directory.mkdir()
+            config = write_sample_config(directory, (
+                f"retrievers: {retrievers}\nk_values: [2]\nanswering: {{k_values: [1]}}\n"
+                # A service that is down: the run fails at its retrieval, after its inputs were staged in the bucket.
+                f"retrieval: {{http: {{base_url: '{down}', read_timeout: 5, "
+                "max_attempts: 1}}\n"), evalset=evalset, name="canary")
+            config.write_text(config.read_text(encoding="utf-8").replace(
+                f"storage_dir: {directory / 'store'}", f"storage_dir: {storage}"), encoding="utf-8")
+            assert AWS_SECRET not in config.read_text(encoding="utf-8")
+            configs.append(config)
+        assert _run(configs[0]) == 0
+        terminal.append(capfd.readouterr())
+        assert _run(configs[1]) == 1
+        terminal.append(capfd.readouterr())
+        objects = s3.objects("canary")
+    assert any(key.endswith("/current.json") for key in objects) and any("_staging/" in key for key in objects)
+    assert "sut_responses" in terminal[-1].err and down in terminal[-1].err  # it failed calling the service
+
+    written = {**_written_text(tmp_path, configs[1]), **{f"s3://canary/{key}": _decoded(key, raw)
+                                                         for key, raw in objects.items()}}
+    assert sum(key.endswith(".parquet") for key in written) >= 15 and any(k.endswith("config.json") for k in written)
+    with dg.DagsterInstance.get() as instance:
+        runs = instance.get_runs()
+        events = [dg.serialize_value(instance.all_logs(run.run_id)) for run in runs]
+    assert len(runs) >= 5 and any("ASSET_MATERIALIZATION" in text for text in events)
+    assert _leaks(written) == {}
+    assert not any(AWS_SECRET in text for text in events)
+    for captured in terminal:
+        assert AWS_SECRET not in captured.out + captured.err

@@ -10,7 +10,10 @@ Layout under the store's base path (`<storage_dir>/assets`):
 
 A version's name starts with its UTC write time, so garbage collection can tell an old orphan from a file that a
 run is writing right now. Object stores have no atomic rename but replace a single object atomically, which is all a
-commit needs; a local store writes current.json to a temporary name and renames it.
+commit needs; a local store writes current.json to a temporary name and renames it. A commit reads current.json,
+adds its versions and replaces it; commits are serialised by a file lock on a local store, a thread lock in
+memory://, and on S3 by a conditional write (compare_and_swap.py): a commit that finds current.json replaced since
+it read it reads it again and adds its versions to the new one, as it would have after waiting for the lock.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from upath import UPath
 
+from rag_eval_assets.defs.storage import compare_and_swap
+
 CURRENT = "current.json"
 STAGING = "_staging"
 LOCK = ".commit.lock"
@@ -37,6 +42,9 @@ _TIME_FORMAT = "%Y%m%dT%H%M%S%fZ"
 ORPHAN_GRACE = timedelta(days=1)
 ABANDONED_STAGING = timedelta(days=7)
 _MEMORY_LOCK = threading.Lock()  # memory:// lives in one process: a thread lock serialises its commits
+# Commits that replaced current.json while this one was adding its versions, before it gives up (nothing committed).
+SWAP_ATTEMPTS = 20
+_LOCAL = ("", "file", "local")
 
 
 def version_name(run_id: str | None, now: datetime | None = None) -> str:
@@ -51,17 +59,34 @@ def _written_at(file: str) -> datetime | None:
         return None
 
 
+class CommitConflict(RuntimeError):
+    """Other commits kept replacing current.json while this one was adding its versions: nothing was committed."""
+
+
 class TableStore:
     def __init__(self, base: UPath | str):
-        self.base = UPath(base)
+        base = UPath(base)
+        if base.protocol not in (*_LOCAL, "memory"):
+            # fsspec caches an object store's listings for the life of the process: another process's commit or
+            # staging would go unseen, and a read of current.json sized from a stale listing fails.
+            base = UPath(str(base), **{**base.storage_options, "use_listings_cache": False})
+        self.base = base
 
     # Reading --------------------------------------------------------------------------------------------------
 
     def current(self) -> dict:
+        return self._read_current()[0]
+
+    def _read_current(self) -> tuple[dict, str | None]:
+        """current.json and, on S3, the ETag a conditional write replaces exactly that version with."""
         path = self.base / CURRENT
-        if not path.exists():
-            return {"generation": 0, "tables": {}, "previous": {}}
-        return json.loads(path.read_text(encoding="utf-8"))
+        if compare_and_swap.supported(path):
+            text, etag = compare_and_swap.read_versioned(path)
+        else:
+            text, etag = (path.read_text(encoding="utf-8") if path.exists() else None), None
+        if text is None:
+            return {"generation": 0, "tables": {}, "previous": {}}, None
+        return json.loads(text), etag
 
     def staged(self, pipeline: str) -> dict[str, str]:
         """entry -> file of every version `pipeline` wrote and has not committed yet."""
@@ -124,54 +149,52 @@ class TableStore:
     # Internals ------------------------------------------------------------------------------------------------
 
     def _replace_current(self, changes: dict[str, str], pipeline: str) -> None:
-        old = self.current()
-        tables, previous = dict(old["tables"]), dict(old["previous"])
-        superseded = []
-        for entry, file in changes.items():
-            before = tables.get(entry)
-            if before is not None and before != file:
-                if previous.get(entry) not in (None, before):
-                    superseded.append(previous[entry])
-                previous[entry] = before
-            tables[entry] = file
-        record = {
-            "generation": old["generation"] + 1,
-            "committed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "pipeline": pipeline,
-            "tables": dict(sorted(tables.items())),
-            "previous": dict(sorted(previous.items())),
-        }
-        self._put(CURRENT, json.dumps(record, indent=1) + "\n")
+        for _ in range(SWAP_ATTEMPTS):
+            old, etag = self._read_current()
+            record, superseded = _with_changes(old, changes, pipeline)
+            if self._put_current(json.dumps(record, indent=1) + "\n", etag):
+                break
+        else:
+            raise CommitConflict(
+                f"{self.base / CURRENT}: replaced by {SWAP_ATTEMPTS} other commits while {pipeline} was committing; "
+                "nothing of it was committed: run it again"
+            )
         # Only after the pointer has moved: the generation before the previous one is read by nobody.
-        kept = set(tables.values()) | set(previous.values())
+        kept = set(record["tables"].values()) | set(record["previous"].values())
         for file in superseded:
             if file not in kept:
                 (self.base / file).unlink(missing_ok=True)
 
-    def _put(self, name: str, text: str) -> None:
-        target = self.base / name
+    def _put_current(self, text: str, etag: str | None) -> bool:
+        """Replace current.json; False when, on S3, another commit replaced it since it was read (with `etag`)."""
+        target = self.base / CURRENT
         self.base.mkdir(parents=True, exist_ok=True)
-        if self.base.protocol in ("", "file", "local"):
-            tmp = self.base / f".{name}.{uuid.uuid4().hex}.tmp"
+        if self.base.protocol in _LOCAL:
+            tmp = self.base / f".{CURRENT}.{uuid.uuid4().hex}.tmp"
             tmp.write_text(text, encoding="utf-8")
             tmp.rename(target)
+        elif compare_and_swap.supported(target):
+            return compare_and_swap.put_if_unchanged(target, text, etag)
         else:
             target.write_text(text, encoding="utf-8")  # one put replaces one object atomically
+        return True
 
     def _collect_garbage(self, now: datetime | None = None) -> None:
         """Drop staging abandoned for a week, then every version that no manifest references and that is older than
         ORPHAN_GRACE (a failed write, a pipeline that never committed)."""
         now = now or datetime.now(timezone.utc)
         staging = self.base / STAGING
-        current = self.current()
-        referenced = set(current["tables"].values()) | set(current["previous"].values())
+        referenced = set()
         for pipeline_dir in staging.iterdir() if staging.exists() else []:
-            markers = [json.loads(m.read_text(encoding="utf-8")) for m in pipeline_dir.rglob("*.json")]
+            markers = _markers(pipeline_dir)
             latest = max((datetime.fromisoformat(m["staged_at"]) for m in markers), default=None)
             if latest is None or now - latest > ABANDONED_STAGING:
                 self._drop(pipeline_dir)
             else:
                 referenced |= {m["file"] for m in markers}
+        # Read after the staging: a pipeline that commits meanwhile (on S3 nothing locks it out) is in one or the other.
+        current = self.current()
+        referenced |= set(current["tables"].values()) | set(current["previous"].values())
         for path in self.base.rglob(f"*{EXTENSION}"):
             file = path.relative_to(self.base).as_posix()
             written = _written_at(file)
@@ -180,13 +203,15 @@ class TableStore:
 
     def _drop(self, directory: UPath) -> None:
         if directory.exists():
-            directory.fs.rm(directory.path, recursive=True)
+            with contextlib.suppress(FileNotFoundError):  # on S3 its pipeline may have committed and dropped it
+                directory.fs.rm(directory.path, recursive=True)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        """Serialise commits: a file lock on a local store (across processes), a thread lock in memory://. Other
-        object stores have no lock; there commits come from one place, the end of a pipeline (docs/architecture.md)."""
-        if self.base.protocol in ("", "file", "local"):
+        """Serialise commits: a file lock on a local store (across processes), a thread lock in memory://. S3 needs
+        none: current.json is replaced by a conditional write (_put_current). Other object stores have neither; there
+        commits come from one place, the end of a pipeline (docs/architecture.md)."""
+        if self.base.protocol in _LOCAL:
             self.base.mkdir(parents=True, exist_ok=True)
             with open(self.base.path + "/" + LOCK, "a") as handle:
                 fcntl.flock(handle, fcntl.LOCK_EX)
@@ -199,3 +224,35 @@ class TableStore:
                 yield
         else:
             yield
+
+
+def _markers(pipeline_dir: UPath) -> list[dict]:
+    """A pipeline's staging markers; on S3, where garbage collection holds no lock, those the pipeline drops while
+    they are read (it committed them: they are in current.json) are left out."""
+    found = []
+    for marker in pipeline_dir.rglob("*.json"):
+        with contextlib.suppress(FileNotFoundError):
+            found.append(json.loads(marker.read_text(encoding="utf-8")))
+    return found
+
+
+def _with_changes(old: dict, changes: dict[str, str], pipeline: str) -> tuple[dict, list[str]]:
+    """The current.json that makes `changes` (entry -> file) current over `old`, and the versions it drops out of
+    the previous-version window."""
+    tables, previous = dict(old["tables"]), dict(old["previous"])
+    superseded = []
+    for entry, file in changes.items():
+        before = tables.get(entry)
+        if before is not None and before != file:
+            if previous.get(entry) not in (None, before):
+                superseded.append(previous[entry])
+            previous[entry] = before
+        tables[entry] = file
+    record = {
+        "generation": old["generation"] + 1,
+        "committed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "pipeline": pipeline,
+        "tables": dict(sorted(tables.items())),
+        "previous": dict(sorted(previous.items())),
+    }
+    return record, superseded
