@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -38,7 +38,7 @@ class BuiltIndex:
 
     index: Any
     version: dict[str, str]
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any]
 
 
 @dataclass(frozen=True, eq=False)
