@@ -18,7 +18,7 @@ from rag_eval_assets.generation.prompts import ANSWER_PROMPT, ANSWER_SCHEMA
 from rag_eval_assets.http_retry import RetryPolicy
 from rag_eval_assets.llm import LLMClient, LLMSettings
 from rag_eval_assets.retrieval.kinds import KINDS
-from rag_eval_assets.retrieval.kinds.http import HttpParams
+from rag_eval_assets.retrieval.kinds.http import HttpSettings
 from rag_eval_assets.retrieval.registry import Variant
 from rag_eval_assets.retrieval.sut_responses import read_responses, responses_frame
 from rag_eval_assets_tests.llm_fault_server import Reply, Status, llm_fault_server
@@ -97,7 +97,7 @@ RUN = CorpusChunk("Health/Running.md", "Training > Long runs", "Long runs build 
 
 def _sut(url: str) -> HttpAnswerer:
     """The service's answers as the pipeline reads them: one call per question, stored, then read back."""
-    variant = Variant("http", "http", HttpParams(base_url=url, max_attempts=1))
+    variant = Variant("http", "http", HttpSettings(base_url=url, max_attempts=1))
     frame = HTTP_QUESTIONS
     outcomes = KINDS["http"].respond(variant, frame["question"].tolist(), 2, None)
     table = responses_frame(frame["id"].tolist(), "http", outcomes)

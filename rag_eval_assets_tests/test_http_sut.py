@@ -17,7 +17,7 @@ from rag_eval_assets.retrieval.http_sut import (
     parse_sut_response,
     sut_results_frame,
 )
-from rag_eval_assets.retrieval.kinds.http import HttpParams as HttpSettings
+from rag_eval_assets.retrieval.kinds.http import HttpSettings
 from rag_eval_assets.retrieval.kinds.http import client_for
 from rag_eval_assets_tests.sut_server import CorpusChunk, chunk_id_of, sut_server, unused_port
 

@@ -49,7 +49,7 @@ def test_results_have_depth_of_largest_k_and_latency(pipeline):
         assert (results["latency_s"] > 0).all()
         assert results.groupby("query_id")["rank"].apply(lambda r: list(r) == list(range(1, len(r) + 1))).all()
     hybrid = stored_table(assets, "retrieval_results/retriever=hybrid")
-    assert hybrid[["score_bm25", "score_dense"]].notna().any().all()
+    assert hybrid[["score_lexical", "score_semantic"]].notna().any().all()
 
 
 def test_metric_tables_carry_chunking_and_versions(pipeline):

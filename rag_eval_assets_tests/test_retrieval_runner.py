@@ -50,7 +50,7 @@ def test_results_table_ranks_scores_and_latency():
     assert results["chunk_id"].tolist() == ["a1", "a2", "c1"]  # a1 is the shorter of the two full matches
     assert results["rank"].tolist() == [1, 2, 3]
     assert results["score"].is_monotonic_decreasing
-    assert (results["score_bm25"] == results["score"]).all() and results["score_dense"].isna().all()
+    assert (results["score_lexical"] == results["score"]).all() and results["score_semantic"].isna().all()
     assert results["latency_s"].nunique() == 1 and results["latency_s"].iloc[0] > 0
 
 
@@ -102,15 +102,15 @@ def test_hybrid_hits_carry_each_components_own_score(minilm):
         allowed = [folder_rows(CHUNKS, f) for f in folders]
         lexical = bm25.search_batch(texts, 4, allowed)
         semantic = dense.search_batch(texts, 4, allowed)
-        assert all(math.isnan(hit.score_dense) for hits in lexical for hit in hits)
-        assert all(math.isnan(hit.score_bm25) for hits in semantic for hit in hits)
+        assert all(math.isnan(hit.score_semantic) for hits in lexical for hit in hits)
+        assert all(math.isnan(hit.score_lexical) for hits in semantic for hit in hits)
         for q, query_id in enumerate(["a", "b"]):
             own = results[results["query_id"] == query_id]
             assert set(own["chunk_id"]) <= set(CHUNKS["chunk_id"][sorted(allowed[q] or range(len(CHUNKS)))])
             by_row = {CHUNKS["chunk_id"][h.row]: h for h in lexical[q]}
-            for chunk_id, score in zip(own["chunk_id"], own["score_bm25"]):
+            for chunk_id, score in zip(own["chunk_id"], own["score_lexical"]):
                 assert score == by_row[chunk_id].score if chunk_id in by_row else math.isnan(score)
             by_row = {CHUNKS["chunk_id"][h.row]: h for h in semantic[q]}
-            for chunk_id, score in zip(own["chunk_id"], own["score_dense"]):
+            for chunk_id, score in zip(own["chunk_id"], own["score_semantic"]):
                 assert score == by_row[chunk_id].score if chunk_id in by_row else math.isnan(score)
         assert hybrid.version()["name"] == "hybrid"

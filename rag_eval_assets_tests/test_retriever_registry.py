@@ -17,7 +17,7 @@ from pydantic import BaseModel, StrictInt
 from rag_eval_assets.defs.jobs import run_pipeline
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.errors import InputError
-from rag_eval_assets.retrieval.ranking import Hit
+from rag_eval_assets.retrieval.topk import Hit
 from rag_eval_assets.retrieval.registry import KINDS, BuiltIndexes, IndexNeed, Variant, needs_of, register
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets.settings_base import Section, at_least
@@ -125,7 +125,7 @@ class _LuckyKind:
     name: ClassVar[str] = "lucky"
     Params: ClassVar[type[BaseModel]] = _LuckyParams
     own_answers: ClassVar[bool] = False
-    score_column: ClassVar[str | None] = None
+    role: ClassVar[str | None] = None
 
     def problems(self, params: BaseModel) -> list[tuple[str, str]]:
         return []

@@ -81,7 +81,7 @@ def sample_tables(n_questions: int = 12, seed: int = 0, retrievers=("bm25", "den
                 rows.append((q.id, retriever, rank, f"c{c:02d}", f"doc{c // 3}", 1.0 / rank, np.nan, np.nan, 0.02))
     results = pd.DataFrame(
         rows,
-        columns=["query_id", "retriever", "rank", "chunk_id", "doc_id", "score", "score_bm25", "score_dense", "latency_s"],
+        columns=["query_id", "retriever", "rank", "chunk_id", "doc_id", "score", "score_lexical", "score_semantic", "latency_s"],
     )
     gold = resolve_gold(questions, chunks)
     metric_questions = questions_for_metrics(questions)
@@ -189,7 +189,7 @@ def test_results_rows_join_questions_chunks_answers_and_metrics() -> None:
     first = row["retrieved"][0]
     chunk = t["chunks"].set_index("chunk_id").loc[first["chunk_id"]]
     assert (first["rel_path"], first["heading_path"], first["text"]) == (chunk["rel_path"], chunk["heading_path"], chunk["text"])
-    assert first["page"] is None and first["score"] == 1.0 and first["score_bm25"] is None
+    assert first["page"] is None and first["score"] == 1.0 and first["score_lexical"] is None
     pq = t["per_query"]
     mine = pq[(pq["query_id"] == "q04") & (pq["retriever"] == "dense") & (pq["k"] == 3)]
     for metric, value in zip(mine["metric"], mine["value"]):

@@ -296,8 +296,8 @@ def test_gate_max_error_rate_and_strict_gold_load_and_settings_do_not_change(tmp
 def test_each_retriever_kind_validates_its_parameters_alone():
     from pydantic import ValidationError
 
-    from rag_eval_assets.retrieval.kinds.bm25 import Bm25Params as Bm25Settings
-    from rag_eval_assets.retrieval.kinds.http import HttpParams as HttpSettings
+    from rag_eval_assets.retrieval.kinds.bm25 import Bm25Settings
+    from rag_eval_assets.retrieval.kinds.http import HttpSettings
     from rag_eval_assets.settings_base import problems
 
     assert Bm25Settings.model_validate({"k1": 1.2, "b": 0.75}) == Bm25Settings(k1=1.2, b=0.75, variant="lucene")

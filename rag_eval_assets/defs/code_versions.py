@@ -28,13 +28,13 @@ def _llm(s: Settings) -> Any:
     return plain(s.llm) if s.llm is not None else None
 
 
-# asset -> the settings it reads. An asset missing here reads none (its inputs and fingerprints carry everything).
+# asset -> the settings it reads. An asset missing here reads none (its inputs and fingerprints carry everything),
+# or hashes them itself: an index asset hashes what its family reads (defs/retrieval/assets.py).
 SETTINGS_READ: dict[str, Callable[[Settings], Any]] = {
     "evalset": lambda s: {"name": s.evalset.name, "format": s.evalset.format},
     "dev_subset": lambda s: plain(s.dev_subset),
     "chunks": lambda s: {"corpus_id": s.corpus.id, "chunking": plain(s.chunking)},
     "gold_labels": lambda s: {"strict_gold": s.evalset.strict_gold},
-    "bm25_index": lambda s: {"language": s.corpus.language},
     "retrieval_metrics_per_query": lambda s: {"k_values": list(s.k_values), "level": s.retrieval.level,
                                               "folder_filter": s.retrieval.folder_filter,
                                               "retrievers": {n: v.kind for n, v in s.variants.items()}},
@@ -58,9 +58,12 @@ def code_version(spec: dg.AssetSpec, settings: Settings) -> str:
         raise ValueError(f"asset {spec.key.to_user_string()} has no code_version on its decorator: every asset needs "
                          "one, or a changed asset would never be re-run")
     read = SETTINGS_READ.get(spec.key.to_user_string())
-    if read is None:
-        return spec.code_version
-    return f"{spec.code_version}+{fingerprint(redact(read(settings)))[:SETTINGS_HASH_CHARS]}"
+    return spec.code_version if read is None else with_settings_read(spec.code_version, read(settings))
+
+
+def with_settings_read(code_version: str, read: Any) -> str:
+    """`code_version` followed by a hash of the settings values `read`."""
+    return f"{code_version}+{fingerprint(redact(read))[:SETTINGS_HASH_CHARS]}"
 
 
 def with_code_versions(assets: Sequence[dg.AssetsDefinition], settings: Settings) -> list[dg.AssetsDefinition]:

@@ -3,8 +3,8 @@ process (no Dagster, no stored index), or of the HTTP service under test asked w
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 
@@ -12,15 +12,12 @@ from rag_eval_assets.corpus.chunking import ChunkerParams, chunk_documents
 from rag_eval_assets.corpus.load import load_corpus
 from rag_eval_assets.corpus.model import Document
 from rag_eval_assets.evalset.schema import Question
-from rag_eval_assets.retrieval.analyzers import get_analyzer
-from rag_eval_assets.retrieval.bm25 import TermFrequencies
-from rag_eval_assets.retrieval.dense import DenseIndex
-from rag_eval_assets.retrieval.embedding_cache import EmbeddingCache
-from rag_eval_assets.retrieval.encoders import get_encoder
+from rag_eval_assets.retrieval.index_env import index_env
+from rag_eval_assets.retrieval.index_families import built_in_process
 from rag_eval_assets.retrieval.kinds.http import client_for
-from rag_eval_assets.retrieval.kinds.bm25 import BM25_INDEX
-from rag_eval_assets.retrieval.registry import BuiltIndexes, IndexNeed, kind_of
+from rag_eval_assets.retrieval.registry import BuiltIndexes, kind_of
 from rag_eval_assets.retrieval.retrievers import run_retriever
+from rag_eval_assets.retrieval.topk import ROLES
 from rag_eval_assets.settings import Settings
 
 HTTP = "http"  # the retriever name of the service under test, as in the run store
@@ -73,18 +70,11 @@ class CorpusCandidates:
         c = settings.chunking
         self.chunks = chunk_documents(self.documents, settings.corpus.id, ChunkerParams(c.chunk_size_chars,
                                                                                           c.overlap_chars))
-        self._cache = EmbeddingCache(Path(self.settings.cache_dir) / "embeddings.sqlite")
-        self._retriever = kind_of(self.variant).build(self.variant, BuiltIndexes(
-            self.chunks, settings.corpus.language, self._index))
-
-    def _index(self, need: IndexNeed):
-        texts = self.chunks["text"].tolist()
-        if need.family == BM25_INDEX:
-            analyzer = get_analyzer(need.spec)
-            return TermFrequencies.count([analyzer(t) for t in texts])
-        spec = need.spec
-        return DenseIndex.build(texts, get_encoder(spec.model, spec.device, spec.backend, self.settings.cache_dir),
-                                self._cache)
+        with ExitStack() as opened:  # closed here if building fails, by close() otherwise
+            env = opened.enter_context(index_env(settings))
+            self._retriever = kind_of(self.variant).build(self.variant, BuiltIndexes(
+                self.chunks, settings.corpus.language, built_in_process(self.chunks, env)))
+            self._open = opened.pop_all()
 
     def top(self, question: Question, k: int) -> list[Candidate]:
         folders = [list(question.folders)] if self.settings.retrieval.folder_filter else None
@@ -94,8 +84,8 @@ class CorpusCandidates:
         candidates = []
         for r in results.itertuples(index=False):
             chunk = info.loc[r.chunk_id]
-            parts = tuple((column.removeprefix("score_"), _number(getattr(r, column)))
-                          for column in ("score_bm25", "score_dense") if not pd.isna(getattr(r, column)))
+            parts = tuple((role, _number(getattr(r, f"score_{role}")))
+                          for role in ROLES if not pd.isna(getattr(r, f"score_{role}")))
             candidates.append(Candidate(int(r.rank), r.chunk_id, r.doc_id, chunk["rel_path"], chunk["heading_path"],
                                         None if pd.isna(chunk["page"]) else int(chunk["page"]), chunk["text"],
                                         _number(r.score), parts))
@@ -107,7 +97,7 @@ class CorpusCandidates:
         return same["text"].tolist()
 
     def close(self) -> None:
-        self._cache.close()
+        self._open.close()
 
 
 class SutCandidates:

@@ -31,7 +31,7 @@ from itertools import chain
 import numpy as np
 import scipy.sparse as sp
 
-from rag_eval_assets.retrieval.ranking import Ranking, check_depth, mask_disallowed, queries_per_block, top_k_block
+from rag_eval_assets.retrieval.topk import Ranking, check_depth, mask_disallowed, queries_per_block, top_k_block
 
 VARIANTS = ("lucene", "okapi", "robertson", "atire")
 # Weight entries one step of `_score_block` gathers (2**17: 1.5 MiB with their column indices). Gathering a whole
@@ -188,7 +188,7 @@ class BM25Index:
         """Per query, at most `depth` (row, score) pairs, best first; documents scoring <= 0 are left out, and so
         are rows outside allowed[q] when given (the cut comes after that filter, so it is exact).
 
-        Queries are scored a block at a time (ranking.BLOCK_CELLS bounds the block); a document outside allowed[q]
+        Queries are scored a block at a time (topk.BLOCK_CELLS bounds the block); a document outside allowed[q]
         gets -inf, and `top_k_block` cuts every query of the block at once, keeping only scores above 0.
         """
         check_depth(depth)

@@ -3,7 +3,7 @@
     score(q, d) = cos(e(q), e(d)) = e(q) . e(d)      (vectors are unit length)
 
 Every chunk is a candidate (scores may be negative); a block of queries is one matrix product, cut by
-`ranking.top_k_block` (ties by row ascending).
+`topk.top_k_block` (ties by row ascending).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 
 from rag_eval_assets.retrieval.embedding_cache import EmbeddingCache, Progress, encode_cached
 from rag_eval_assets.retrieval.encoders import Encoder
-from rag_eval_assets.retrieval.ranking import Ranking, check_depth, mask_disallowed, queries_per_block, top_k_block
+from rag_eval_assets.retrieval.topk import Ranking, check_depth, mask_disallowed, queries_per_block, top_k_block
 
 
 class DenseIndex:

@@ -7,7 +7,7 @@ they live on different scales (BM25 is unbounded, cosine is in [-1, 1]).
   ranking gets 0 there; score(d) = alpha * norm_a(d) + (1 - alpha) * norm_b(d).
 
 Both cut to `depth`, score descending, ties by row ascending, and keep each input's rank and raw score of every fused
-row so results can record per-retriever columns (score_bm25, score_dense).
+row so results can record each role's score (score_lexical, score_semantic).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag_eval_assets.retrieval.ranking import Ranking, check_depth, top_k
+from rag_eval_assets.retrieval.topk import Ranking, check_depth, top_k
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,12 @@
 """The retriever registry: every kind of retriever (bm25, dense, hybrid, http, ...) in one place, and the named
 variants of rag_eval.yaml resolved against it.
 
-A kind declares its settings model (pydantic, extra keys forbidden), the indexes it searches, whether it brings its
-own chunks and answers (a service under test), and how to build a retriever from built indexes. Nothing outside
-this module and the kinds' own modules dispatches on a kind's name: adding a kind is its module, one line in
-`kinds/__init__.py` and its documentation (docs/architecture.md, "Retriever kinds").
+A kind declares its settings model (pydantic, extra keys forbidden), the indexes it searches (each need carries the
+index family that builds it, retrieval/index_families.py), its role in a fusion, whether it brings its own chunks
+and answers (a service under test), and how to build a retriever from built indexes. Nothing outside this module
+and the kinds' own modules dispatches on a kind's name or an index family's: adding a kind, with an index of its
+own or not, is its module, one line in `kinds/__init__.py` and its documentation (docs/architecture.md, "Retriever
+kinds").
 
 A variant is a name (the retriever partition) plus a kind and its parameters: `retrievers: [bm25, dense]` names each
 variant after its kind with the `retrieval.<kind>` section as parameters; the mapping form
@@ -22,21 +24,13 @@ import pandas as pd
 from pydantic import BaseModel, ValidationError
 
 from rag_eval_assets.redaction import redact
+from rag_eval_assets.retrieval.index_families import IndexNeed
 from rag_eval_assets.retrieval.retrievers import Retriever
+from rag_eval_assets.retrieval.topk import ROLES
 from rag_eval_assets.settings_base import problems as section_problems
 
 # A variant name is a partition key and a file name: no separators, no spaces.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
-
-
-@dataclass(frozen=True)
-class IndexNeed:
-    """An index a retriever searches: `family` names the index asset (bm25_index, dense_index), `key` its partition
-    (one dense index per model and backend), `spec` what builds it."""
-
-    family: str
-    key: str
-    spec: Any = field(compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -74,7 +68,8 @@ class RetrieverKind(Protocol):
     name: ClassVar[str]
     Params: ClassVar[type[BaseModel]]
     own_answers: ClassVar[bool]  # a service under test: its retrieval and answers come from one call per question
-    score_column: ClassVar[str | None]  # the per-component column its scores fill in a fusion (score_bm25, ...)
+    # Its part in a fusion (topk.ROLES: "lexical" or "semantic", whose scores fill score_<role>); None: not fusable.
+    role: ClassVar[str | None]
 
     def problems(self, params: BaseModel) -> list[tuple[str, str]]:
         """(parameter, why) for what the model's types cannot say (an address that could not be sent as written)."""
@@ -112,7 +107,10 @@ def needs_of(variants: Mapping[str, Variant], language: str) -> list[IndexNeed]:
     seen: dict[tuple[str, str], IndexNeed] = {}
     for variant in variants.values():
         for need in kind_of(variant).needs(variant, language):
-            seen.setdefault((need.family, need.key), need)
+            first = seen.setdefault((need.name, need.key), need)
+            if first.family is not need.family:
+                raise ValueError(f"two different index families are named {need.name!r}: a family's name is its "
+                                 "asset's, so it must be unique")
     return [seen[key] for key in sorted(seen)]
 
 
@@ -194,13 +192,13 @@ def resolve_variants(raw: object, sections: Mapping[str, Mapping[str, Any]]) -> 
                 problems.append((at, f"{part!r} is neither a retriever of this file nor a kind ({', '.join(KINDS)})"))
             else:
                 got = resolve(part, trail + (part,))
-                if got is not None and KINDS[got.kind].score_column is None:
+                if got is not None and KINDS[got.kind].role not in ROLES:
                     problems.append((at, f"{part!r} ({got.kind}) cannot be fused: it gives no score of its own"))
                 elif got is not None:
                     parts.append(got)
-        columns = [KINDS[p.kind].score_column for p in parts]
-        if len(set(columns)) != len(columns):
-            problems.append(((*loc, "of"), "a fusion combines one lexical and one dense retriever"))
+        roles = [KINDS[p.kind].role for p in parts]
+        if len(set(roles)) != len(roles):
+            problems.append(((*loc, "of"), "a fusion combines one lexical and one semantic retriever"))
         variant = Variant(name, kind, params, tuple(parts), frozenset(overrides))
         if name in declared:
             resolved[name] = variant

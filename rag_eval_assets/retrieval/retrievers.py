@@ -1,7 +1,7 @@
 """The named retrievers of a run (bm25, dense, hybrid, http) and the long results table they all produce.
 
 Queries are searched QUERY_BATCH at a time: BM25 adds each query's term weight rows into one score block, dense
-scores a batch with one matrix product (ranking.top_k_block cuts every query's top k in the same pass). `latency_s`
+scores a batch with one matrix product (topk.top_k_block cuts every query's top k in the same pass). `latency_s`
 is therefore an amortised per-query latency: the wall time of the batch's `search_batch` call (analysis or query
 encoding, scoring, top-k and, for hybrid, both components and the fusion) divided by the number of queries in the
 batch; every query of a batch carries the same value. Building the results table is not included. It is what one
@@ -9,8 +9,8 @@ query costs in a batch evaluation, not the latency of one interactive request (w
 alone).
 
 Every retriever class has `version()` and `search_batch(texts, depth, allowed)`, which returns per query its hits
-as ranking.Hit (row, score, score_bm25, score_dense; NaN for a component that took no part), so callers treat all
-retrievers alike.
+as topk.Hit (row, score, score_lexical, score_semantic: each role's raw score, NaN for a role that took no part), so
+callers treat all retrievers alike.
 
 A folder filter (seed 002's folder selection) restricts a query to the chunks under its folders: the full ranking
 is computed and cut after filtering, so the top k is exact rather than what survives of an unfiltered top k.
@@ -32,9 +32,9 @@ from rag_eval_assets.retrieval.analyzers import Analyzer
 from rag_eval_assets.retrieval.bm25 import BM25Index
 from rag_eval_assets.retrieval.dense import DenseIndex
 from rag_eval_assets.retrieval.hybrid import Fusion, convex, rrf
-from rag_eval_assets.retrieval.ranking import Hit, Ranking, component_hits
+from rag_eval_assets.retrieval.topk import Hit, Ranking, role_hits
 
-# Queries per search_batch call. Memory is bounded inside the indexes (ranking.BLOCK_CELLS), so this only sets how
+# Queries per search_batch call. Memory is bounded inside the indexes (topk.BLOCK_CELLS), so this only sets how
 # often progress is reported and how many queries share one latency figure.
 QUERY_BATCH = 256
 
@@ -45,8 +45,8 @@ RESULT_COLUMNS = (
     "chunk_id",
     "doc_id",
     "score",
-    "score_bm25",
-    "score_dense",
+    "score_lexical",
+    "score_semantic",
     "latency_s",
 )
 
@@ -77,7 +77,7 @@ class Bm25Retriever:
 
     def search_batch(self, texts: Sequence[str], depth: int,
                      allowed: Sequence[frozenset[int] | None] | None = None) -> list[list[Hit]]:
-        return component_hits(self.rankings(texts, depth, allowed), "bm25")
+        return role_hits(self.rankings(texts, depth, allowed), "lexical")
 
 
 @dataclass
@@ -93,15 +93,25 @@ class DenseRetriever:
 
     def search_batch(self, texts: Sequence[str], depth: int,
                      allowed: Sequence[frozenset[int] | None] | None = None) -> list[list[Hit]]:
-        return component_hits(self.rankings(texts, depth, allowed), "dense")
+        return role_hits(self.rankings(texts, depth, allowed), "semantic")
+
+
+class Ranker(Protocol):
+    """A retriever that can take part in a fusion: its plain rankings."""
+
+    def version(self) -> dict[str, Any]: ...
+
+    def rankings(self, texts: Sequence[str], depth: int,
+                 allowed: Sequence[frozenset[int] | None] | None = None) -> list[Ranking]: ...
 
 
 @dataclass
 class HybridRetriever:
-    """Fuses bm25 and dense over `candidate_depth` candidates each, by rank (rrf) or normalised score (convex)."""
+    """Fuses a lexical and a semantic retriever over `candidate_depth` candidates each, by rank (rrf) or normalised
+    score (convex)."""
 
-    bm25: Bm25Retriever
-    dense: DenseRetriever
+    lexical: Ranker
+    semantic: Ranker
     method: str = "rrf"
     rrf_k: int = 60
     alpha: float = 0.5
@@ -110,13 +120,13 @@ class HybridRetriever:
     def version(self) -> dict[str, Any]:
         fusion = {"method": self.method, "candidate_depth": self.candidate_depth}
         fusion.update({"rrf_k": self.rrf_k} if self.method == "rrf" else {"alpha": self.alpha})
-        return {"name": "hybrid", **fusion, "bm25": self.bm25.version(), "dense": self.dense.version()}
+        return {"name": "hybrid", **fusion, "lexical": self.lexical.version(), "semantic": self.semantic.version()}
 
     def fuse(self, texts: Sequence[str], depth: int,
              allowed: Sequence[frozenset[int] | None] | None = None) -> Fusion:
         candidates = max(depth, self.candidate_depth)
-        lexical = self.bm25.rankings(texts, candidates, allowed)
-        semantic = self.dense.rankings(texts, candidates, allowed)
+        lexical = self.lexical.rankings(texts, candidates, allowed)
+        semantic = self.semantic.rankings(texts, candidates, allowed)
         if self.method == "rrf":
             return rrf([lexical, semantic], k=self.rrf_k, depth=depth)
         return convex(lexical, semantic, alpha=self.alpha, depth=depth)
@@ -154,8 +164,8 @@ def _frame(name: str, query_ids: list[str], hits: list[list[Hit]], latencies: li
         "chunk_id": chunks["chunk_id"].to_numpy()[rows],
         "doc_id": chunks["doc_id"].to_numpy()[rows],
         "score": flat[:, 1],
-        "score_bm25": flat[:, 2],
-        "score_dense": flat[:, 3],
+        "score_lexical": flat[:, 2],
+        "score_semantic": flat[:, 3],
         "latency_s": np.repeat(np.asarray(latencies, dtype=np.float64), counts),
     })
 

@@ -8,10 +8,10 @@ from typing import Literal
 
 from pydantic import StrictBool
 
-from rag_eval_assets.retrieval.kinds.bm25 import Bm25Params
-from rag_eval_assets.retrieval.kinds.dense import DenseParams
-from rag_eval_assets.retrieval.kinds.http import HttpParams
-from rag_eval_assets.retrieval.kinds.hybrid import HybridParams
+from rag_eval_assets.retrieval.kinds.bm25 import Bm25Settings
+from rag_eval_assets.retrieval.kinds.dense import DenseSettings
+from rag_eval_assets.retrieval.kinds.http import HttpSettings
+from rag_eval_assets.retrieval.kinds.hybrid import HybridSettings
 from rag_eval_assets.settings_base import Section
 
 
@@ -19,7 +19,7 @@ class RetrievalSettings(Section):
     level: Literal["chunk", "doc"] = "chunk"  # doc: BEIR-comparable, each document's best chunk
     folder_filter: StrictBool = False  # search each question only under its `folders` (seed 002); adds scope_miss_rate
     # Each kind's parameters, the defaults of every variant of that kind (and the whole of the short list form).
-    bm25: Bm25Params = Bm25Params()
-    dense: DenseParams = DenseParams()
-    hybrid: HybridParams = HybridParams()
-    http: HttpParams = HttpParams()
+    bm25: Bm25Settings = Bm25Settings()
+    dense: DenseSettings = DenseSettings()
+    hybrid: HybridSettings = HybridSettings()
+    http: HttpSettings = HttpSettings()

@@ -214,8 +214,8 @@ def results_rows(
                 "heading_path": r.heading_path,
                 "page": r.page,
                 "score": r.score,
-                "score_bm25": getattr(r, "score_bm25", None),
-                "score_dense": getattr(r, "score_dense", None),
+                "score_lexical": getattr(r, "score_lexical", None),
+                "score_semantic": getattr(r, "score_semantic", None),
                 "text": r.text,
             }
             for r in group.itertuples(index=False)

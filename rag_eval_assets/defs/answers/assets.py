@@ -11,7 +11,7 @@ from rag_eval_assets.defs.answers.checks import json_v2_dev_gate
 from rag_eval_assets.defs.partitions import answer_grid_partitions
 from rag_eval_assets.defs.metadata import dataset_versions, preview, run_versions_of, version_metadata
 from rag_eval_assets.defs.resources import LLMResource, RagEvalSettings
-from rag_eval_assets.defs.retrieval.build import encoder_for
+from rag_eval_assets.retrieval.index_env import encoder_for
 from rag_eval_assets.defs.storage.parquet_io_manager import PARTITION_DIMENSIONS_KEY
 from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.evalset.tables import questions_from_frame, questions_for_metrics

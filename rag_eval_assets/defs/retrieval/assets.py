@@ -1,33 +1,26 @@
 """Indexes, per-retriever results (one partition per retriever) and retrieval metric tables."""
 
 import json
-import re
-import time
 
 import dagster as dg
 import pandas as pd
 
 from rag_eval_assets.corpus.gold import resolve_gold, with_resolved_support_groups
+from rag_eval_assets.defs.code_versions import with_settings_read
 from rag_eval_assets.defs.fingerprints import RETRIEVER_CONFIG
 from rag_eval_assets.defs.inputs.preflight import preflight
 from rag_eval_assets.defs.metadata import content_version, dataset_versions, preview, version_metadata
 from rag_eval_assets.defs.partitions import SUT_GROUP, retriever_partitions, sut_partitions
 from rag_eval_assets.defs.resources import RagEvalSettings
-from rag_eval_assets.defs.retrieval.build import built_indexes, embedding_cache, encoder_for
 from rag_eval_assets.defs.storage.parquet_io_manager import PARTITION_DIMENSIONS_KEY
 from rag_eval_assets.evalset.tables import questions_for_metrics, questions_from_frame
 from rag_eval_assets.metrics.aggregate import aggregate_metrics
 from rag_eval_assets.metrics.retrieval import retrieval_metrics as score_retrieval
 from rag_eval_assets.redaction import redact_url
-from rag_eval_assets.retrieval.analyzers import get_analyzer
-from rag_eval_assets.retrieval.bm25 import TermFrequencies
-from rag_eval_assets.retrieval.dense import DenseIndex
-from rag_eval_assets.retrieval.embedding_cache import text_key
 from rag_eval_assets.retrieval.http_sut import sut_chunks_frame
-from rag_eval_assets.retrieval.index_tables import bm25_to_frame, dense_to_frame
-from rag_eval_assets.retrieval.kinds.bm25 import BM25_INDEX
-from rag_eval_assets.retrieval.kinds.dense import DENSE_INDEX
-from rag_eval_assets.retrieval.registry import IndexNeed, Variant, kind_of, needs_of, own_answer_variants
+from rag_eval_assets.retrieval.index_env import index_env
+from rag_eval_assets.retrieval.index_families import IndexNeed, from_tables
+from rag_eval_assets.retrieval.registry import BuiltIndexes, Variant, kind_of, needs_of, own_answer_variants
 from rag_eval_assets.retrieval.retrievers import collapse_to_documents, run_retriever
 from rag_eval_assets.retrieval.sut_responses import responses_frame, results_from_responses
 from rag_eval_assets.retrieval.sut_url import shown_url
@@ -38,70 +31,24 @@ from rag_eval_assets.settings import Settings
 DOC_LEVEL_CHUNK_FACTOR = 5
 
 
-def _bm25_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
-    @dg.asset(name=BM25_INDEX, group_name="index", kinds={"pandas", "parquet"}, code_version="1", deps=[preflight])
-    def bm25_index(
+def _index_asset(need: IndexNeed) -> dg.AssetsDefinition:
+    """The asset of one index need, from its family's hooks: built from the chunks, stored as its table."""
+    family = need.family
+    code_version = "1" if family.reads is None else with_settings_read("1", family.reads(need))
+
+    @dg.asset(key=list(family.asset_key(need)), group_name="index", kinds=set(family.asset_kinds),
+              description=family.description, code_version=code_version, deps=[preflight])
+    def index(
         context: dg.AssetExecutionContext, settings: RagEvalSettings, chunks: pd.DataFrame
     ) -> dg.Output[pd.DataFrame]:
-        """Term counts of every (term, chunk) under the corpus analyzer; BM25's k1, b and variant apply at search."""
         s = settings.load()
-        analyzer = get_analyzer(need.spec)
-        counts = TermFrequencies.count([analyzer(t) for t in chunks["text"]])
-        versions = dataset_versions(context, s, evalset=False).with_part(
-            "index", **chunking_part(s), analyzer=analyzer.name)
-        return dg.Output(
-            bm25_to_frame(counts, chunks["chunk_id"]),
-            metadata={"terms": len(counts.terms), "chunks": len(chunks), **version_metadata(versions)},
-        )
+        with index_env(s, context.log.info) as env:
+            built = family.build(need, chunks, env)
+            table = family.to_table(built.index, chunks["chunk_id"])
+        versions = dataset_versions(context, s, evalset=False).with_part("index", **chunking_part(s), **built.version)
+        return dg.Output(table, metadata={**built.metadata, **version_metadata(versions)})
 
-    return bm25_index
-
-
-def _dense_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
-    @dg.asset(key=[DENSE_INDEX, need.key], group_name="index", kinds={"pandas", "parquet", "pytorch"},
-              code_version="1", deps=[preflight])
-    def dense_index(
-        context: dg.AssetExecutionContext, settings: RagEvalSettings, chunks: pd.DataFrame
-    ) -> dg.Output[pd.DataFrame]:
-        """Unit vectors of every chunk under one model; only chunks not in the embedding cache are encoded."""
-        s = settings.load()
-        encoder = encoder_for(s, need.spec)
-        cache = embedding_cache(s)
-        try:
-            texts = chunks["text"].tolist()
-            known = len(cache.get(encoder.model_id, [text_key(encoder.input_text(t, "passage")) for t in texts]))
-            start = time.perf_counter()
-
-            def progress(done: int, total: int, rate: float) -> None:
-                context.log.info(f"{need.key}: encoded {done}/{total} texts ({rate:.1f} texts/s)")
-
-            index = DenseIndex.build(texts, encoder, cache, progress=progress)
-            seconds = time.perf_counter() - start
-        finally:
-            cache.close()
-        context.log.info(f"encoded {len(texts) - known} of {len(texts)} chunks in {seconds:.1f}s")
-        versions = dataset_versions(context, s, evalset=False).with_part(
-            "index", **chunking_part(s), embedding_model=encoder.model_id)
-        return dg.Output(
-            dense_to_frame(index.vectors, chunks["chunk_id"], encoder.model_id),
-            metadata={
-                "embedding_model": encoder.model_id,
-                "device": encoder.device,
-                "backend": need.spec.backend,
-                "dim": encoder.dim,
-                "encoded": len(texts) - known,
-                "from_cache": known,
-                "encode_seconds": seconds,
-                **version_metadata(versions),
-            },
-        )
-
-    return dense_index
-
-
-def _index_input(need: IndexNeed) -> str:
-    """The input name of an index: an identifier, whatever characters the model's name has."""
-    return need.family if need.family == BM25_INDEX else re.sub(r"\W", "_", f"{DENSE_INDEX}__{need.key}")
+    return index
 
 
 def _search(
@@ -120,27 +67,21 @@ def _search(
         if done % 100 == 0 or done == total:
             context.log.info(f"{variant.name}: {done}/{total} queries")
 
-    cache = embedding_cache(s)
-    try:
-        retriever = kind_of(variant).build(variant, built_indexes(s, chunks, tables, cache))
+    with index_env(s, context.log.info) as env:
+        indexes = BuiltIndexes(chunks, s.corpus.language, from_tables(tables, chunks, env))
+        retriever = kind_of(variant).build(variant, indexes)
         folders = _question_folders(questions) if s.retrieval.folder_filter else None
         results = run_retriever(variant.name, retriever, ids, texts, chunks, search_depth, progress, folders)
-    finally:
-        cache.close()
     if s.retrieval.level == "doc":
         results = collapse_to_documents(results, depth)
     return results
 
 
 def _index_part(s: Settings, variant: Variant) -> dict[str, str]:
-    """The indexes a retriever searches, from its settings: the analyzer of a bm25 index, the model (and backend) of a
-    dense one."""
-    part = {}
+    """The indexes a retriever searches, from its settings, as each family describes its need."""
+    part: dict[str, str] = {}
     for need in needs_of({variant.name: variant}, s.corpus.language):
-        if need.family == BM25_INDEX:
-            part["analyzer"] = get_analyzer(need.spec).name
-        else:
-            part["embedding_model"] = need.key
+        part.update(need.family.version(need))
     return part
 
 
@@ -155,10 +96,9 @@ def _sut_url(variant: Variant) -> str:
 def retrieval_defs(settings: Settings) -> dg.Definitions:
     retrievers = retriever_partitions(settings)
     needs = needs_of(settings.variants, settings.corpus.language)
-    index_assets = [(_bm25_index_asset if n.family == BM25_INDEX else _dense_index_asset)(n) for n in needs]
+    index_assets = [_index_asset(n) for n in needs]
     suts = own_answer_variants(settings.variants)
-    ins = {_index_input(n): dg.AssetIn(key=dg.AssetKey(n.family) if n.family == BM25_INDEX
-                                      else dg.AssetKey([n.family, n.key])) for n in needs}
+    ins = {n.family.input_name(n): dg.AssetIn(key=dg.AssetKey(list(n.family.asset_key(n)))) for n in needs}
     sut_assets = []
     if suts:
         # Only the services' own partitions read their responses; the others map to none.
@@ -222,7 +162,7 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
         if kind_of(variant).own_answers:
             results = results_from_responses(inputs["sut_responses"][variant.name], _sut_url(variant), variant.name)
         else:
-            tables = {(n.family, n.key): inputs[_index_input(n)]
+            tables = {(n.name, n.key): inputs[n.family.input_name(n)]
                       for n in needs_of({variant.name: variant}, s.corpus.language)}
             results = _search(context, s, variant, evalset, chunks, tables)
         versions = dataset_versions(context, s).with_part("index", **chunking_part(s), **_index_part(s, variant))

@@ -1,21 +1,25 @@
-"""`kind: dense`: exact cosine search over one sentence encoder's chunk vectors (retrieval/dense.py). One dense index
-per model and backend, shared by every variant that uses it."""
+"""`kind: dense`: exact cosine search over one sentence encoder's chunk vectors (retrieval/dense.py). Its index
+family, `dense_index`, has one index per model and backend (`dense_index/<model>`), shared by every variant that uses
+it."""
 
 from __future__ import annotations
 
 import hashlib
 import re
+import time
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
+import pandas as pd
 from pydantic import AfterValidator, BaseModel, StrictStr
 
 from rag_eval_assets.retrieval.dense import DenseIndex
-from rag_eval_assets.retrieval.registry import BuiltIndexes, IndexNeed, Variant
+from rag_eval_assets.retrieval.embedding_cache import text_key
+from rag_eval_assets.retrieval.index_families import BuiltIndex, IndexEnv, IndexFamily, IndexNeed
+from rag_eval_assets.retrieval.index_tables import dense_from_frame, dense_to_frame
+from rag_eval_assets.retrieval.registry import BuiltIndexes, Variant
 from rag_eval_assets.retrieval.retrievers import DenseRetriever
 from rag_eval_assets.settings_base import Section, problem
-
-DENSE_INDEX = "dense_index"
 
 
 def _device(device: str) -> str:
@@ -24,7 +28,7 @@ def _device(device: str) -> str:
     return device
 
 
-class DenseParams(Section):
+class DenseSettings(Section):
     model: StrictStr = "all-MiniLM-L6-v2"  # packaged offline; "use-multilingual-v3", a local path or a cached model id
     device: Annotated[StrictStr, AfterValidator(_device)] = "auto"  # CUDA, then Apple MPS, then CPU (recorded)
     # Opt-in faster CPU encoding (the fast-cpu extra, docs/encoders.md); quantised vectors differ, so the backend is
@@ -32,7 +36,7 @@ class DenseParams(Section):
     backend: Literal["torch", "onnx", "onnx-int8", "openvino"] = "torch"
 
 
-def index_key(params: DenseParams) -> str:
+def index_key(params: DenseSettings) -> str:
     """The dense index of a model and backend: the model's name (a local directory's name and a hash of its path),
     then `__backend` unless torch. The device is not part of it: every device gives the same vectors."""
     name = params.model
@@ -44,11 +48,52 @@ def index_key(params: DenseParams) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
+def _build(need: IndexNeed, chunks: pd.DataFrame, env: IndexEnv) -> BuiltIndex:
+    """Only chunks not in the embedding cache are encoded."""
+    encoder, cache = env.encoder(need.spec), env.embedding_cache
+    texts = chunks["text"].tolist()
+    known = len(cache.get(encoder.model_id, [text_key(encoder.input_text(t, "passage")) for t in texts]))
+    start = time.perf_counter()
+
+    def progress(done: int, total: int, rate: float) -> None:
+        env.log(f"{need.key}: encoded {done}/{total} texts ({rate:.1f} texts/s)")
+
+    index = DenseIndex.build(texts, encoder, cache, progress=progress)
+    seconds = time.perf_counter() - start
+    env.log(f"encoded {len(texts) - known} of {len(texts)} chunks in {seconds:.1f}s")
+    return BuiltIndex(index, {"embedding_model": encoder.model_id}, {
+        "embedding_model": encoder.model_id,
+        "device": encoder.device,
+        "backend": need.spec.backend,
+        "dim": encoder.dim,
+        "encoded": len(texts) - known,
+        "from_cache": known,
+        "encode_seconds": seconds,
+    })
+
+
+def _from_table(table: pd.DataFrame, need: IndexNeed, chunks: pd.DataFrame, env: IndexEnv) -> DenseIndex:
+    encoder = env.encoder(need.spec)
+    return DenseIndex(dense_from_frame(table, chunks["chunk_id"], encoder.model_id), encoder, env.embedding_cache)
+
+
+DENSE_INDEX = IndexFamily(
+    name="dense_index",
+    description="Unit vectors of every chunk under one model; only chunks not in the embedding cache are encoded.",
+    build=_build,
+    to_table=lambda index, chunk_ids: dense_to_frame(index.vectors, chunk_ids, index.model_id),
+    from_table=_from_table,
+    version=lambda need: {"embedding_model": need.key},
+    keyed=True,
+    asset_kinds=frozenset({"pandas", "parquet", "pytorch"}),
+)
+
+
 class DenseKind:
     name: ClassVar[str] = "dense"
-    Params: ClassVar[type[BaseModel]] = DenseParams
+    Params: ClassVar[type[BaseModel]] = DenseSettings
     own_answers: ClassVar[bool] = False
-    score_column: ClassVar[str | None] = "score_dense"
+    role: ClassVar[str | None] = "semantic"
 
     def problems(self, params: BaseModel) -> list[tuple[str, str]]:
         return []

@@ -18,7 +18,7 @@ from rag_eval_assets.retrieval.sut_url import url_problems
 from rag_eval_assets.settings_base import Loc, Section, above, at_least
 
 
-class HttpParams(Section):
+class HttpSettings(Section):
     """A system under test that follows seed 002's debug contract."""
 
     base_url: StrictStr = ""
@@ -40,11 +40,11 @@ class HttpParams(Section):
 
 class HttpKind:
     name: ClassVar[str] = "http"
-    Params: ClassVar[type[BaseModel]] = HttpParams
+    Params: ClassVar[type[BaseModel]] = HttpSettings
     own_answers: ClassVar[bool] = True
-    score_column: ClassVar[str | None] = None
+    role: ClassVar[str | None] = None
 
-    def problems(self, params: HttpParams) -> list[tuple[str, str]]:
+    def problems(self, params: HttpSettings) -> list[tuple[str, str]]:
         return [] if params.base_url else [("base_url", "required when the http retriever is listed")]
 
     def check_environment(self, variant: Variant) -> None:
@@ -71,7 +71,7 @@ class HttpKind:
 KIND = HttpKind()
 
 
-def client_for(http: HttpParams, base_url: str | None = None,
+def client_for(http: HttpSettings, base_url: str | None = None,
                setting: Callable[[str], str] = "retrieval.http.{}".format) -> HttpSutClient:
     """The client of `retrieval.http` (its key and headers from the environment variables it names, its timeouts
     and retries), at `base_url` when given instead of the configured one; `setting` as in request_headers."""
@@ -87,7 +87,7 @@ def client_for(http: HttpParams, base_url: str | None = None,
     )
 
 
-def request_headers(http: HttpParams, setting: Callable[[str], str] = "retrieval.http.{}".format) -> dict[str, str]:
+def request_headers(http: HttpSettings, setting: Callable[[str], str] = "retrieval.http.{}".format) -> dict[str, str]:
     """The headers of `headers_env` plus the bearer key of `api_key_env`. `setting(field)` is the dotted key the
     field was written under (a variant may set its own), for the CredentialError naming a missing or unusable
     variable."""

@@ -1,5 +1,5 @@
-"""`kind: hybrid`: fusion of one lexical and one dense retriever (retrieval/hybrid.py), by reciprocal rank (rrf) or
-min-max normalised scores (convex). `of` names the two variants it fuses."""
+"""`kind: hybrid`: fusion of one lexical and one semantic retriever (retrieval/hybrid.py), by reciprocal rank (rrf)
+or min-max normalised scores (convex). `of` names the two variants it fuses; each part's kind declares its role."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from rag_eval_assets.settings_base import Section, at_least, between, problem
 
 def _two(names: tuple[str, ...]) -> tuple[str, ...]:
     if len(names) != 2:
-        raise problem(f"names two retrievers (one lexical, one dense), got {len(names)}")
+        raise problem(f"names two retrievers (one lexical, one semantic), got {len(names)}")
     return names
 
 
-class HybridParams(Section):
+class HybridSettings(Section):
     of: Annotated[tuple[StrictStr, ...], AfterValidator(_two)] = ("bm25", "dense")
     method: Literal["rrf", "convex"] = "rrf"
     rrf_k: Annotated[StrictInt, at_least(0)] = 60
@@ -28,9 +28,9 @@ class HybridParams(Section):
 
 class HybridKind:
     name: ClassVar[str] = "hybrid"
-    Params: ClassVar[type[BaseModel]] = HybridParams
+    Params: ClassVar[type[BaseModel]] = HybridSettings
     own_answers: ClassVar[bool] = False
-    score_column: ClassVar[str | None] = None
+    role: ClassVar[str | None] = None
 
     def problems(self, params: BaseModel) -> list[tuple[str, str]]:
         return []
@@ -39,9 +39,9 @@ class HybridKind:
         return [need for part in variant.parts for need in KINDS[part.kind].needs(part, language)]
 
     def build(self, variant: Variant, indexes: BuiltIndexes) -> HybridRetriever:
-        parts = {KINDS[p.kind].score_column: KINDS[p.kind].build(p, indexes) for p in variant.parts}
+        parts = {KINDS[p.kind].role: KINDS[p.kind].build(p, indexes) for p in variant.parts}
         h = variant.params
-        return HybridRetriever(parts["score_bm25"], parts["score_dense"], h.method, h.rrf_k, float(h.alpha),
+        return HybridRetriever(parts["lexical"], parts["semantic"], h.method, h.rrf_k, float(h.alpha),
                                h.candidate_depth)
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from rag_eval_assets.retrieval.ranking import mask_disallowed, top_k, top_k_block
+from rag_eval_assets.retrieval.topk import mask_disallowed, top_k, top_k_block
 
 
 def test_block_cut_equals_a_full_sort_per_row_with_ties_and_non_candidates():

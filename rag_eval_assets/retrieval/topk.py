@@ -1,4 +1,5 @@
-"""The result shapes every retriever returns, and the one deterministic top-k cut they all use."""
+"""The result shapes every retriever returns (a ranking, a hit with its score per role), and the one deterministic
+top-k cut they all use."""
 
 from __future__ import annotations
 
@@ -19,13 +20,18 @@ BLOCK_CELLS = 2**24
 _GROUP = 32
 
 
+# The parts a fusion combines, by role rather than by kind: each kind declares the role its scores play
+# (registry.RetrieverKind.role), and its raw scores fill the column score_<role> of Hit and of the results table.
+ROLES = ("lexical", "semantic")
+
+
 class Hit(NamedTuple):
-    """One retrieved row with its score and each component's raw score; NaN where a component took no part."""
+    """One retrieved row with its score and each role's raw score; NaN where no retriever of that role took part."""
 
     row: int
     score: float
-    score_bm25: float
-    score_dense: float
+    score_lexical: float
+    score_semantic: float
 
 
 def check_depth(depth: int) -> None:
@@ -94,9 +100,11 @@ def top_k_block(block: np.ndarray, depth: int, floor: float = -np.inf) -> list[R
     return [list(zip(cols[a:b], scores[a:b])) for a, b in zip(bounds, bounds[1:])]
 
 
-def component_hits(rankings: list[Ranking], component: str) -> list[list[Hit]]:
-    """Rankings of one retriever as hits whose own score is also its `component` ("bm25" or "dense") score."""
+def role_hits(rankings: list[Ranking], role: str) -> list[list[Hit]]:
+    """Rankings of one retriever as hits whose own score is also the score of its `role` (one of ROLES)."""
     nan = math.nan
-    if component == "bm25":
+    if role == "lexical":
         return [[Hit(row, score, score, nan) for row, score in ranking] for ranking in rankings]
-    return [[Hit(row, score, nan, score) for row, score in ranking] for ranking in rankings]
+    if role == "semantic":
+        return [[Hit(row, score, nan, score) for row, score in ranking] for ranking in rankings]
+    raise ValueError(f"{role!r} is not one of the roles {', '.join(ROLES)}")
