@@ -72,9 +72,8 @@ def not_computed_note(row: pd.Series | dict) -> str:
     return f"not computed: {row['errors']} of {row['calls']} calls failed ({row['first_error']})"
 
 
-
 @dataclass(frozen=True)
-class HealthVerdict:
+class CallHealthOutcome:
     """The outcome of the blocking `call_health` check (defs/report/assets.py makes it an AssetCheckResult)."""
 
     passed: bool
@@ -82,7 +81,8 @@ class HealthVerdict:
     metadata: dict[str, Any]
 
 
-def endpoint(row: Any, variants: Mapping[str, Variant], answerer: str, llm: LLMSettings | None) -> tuple[str, str] | None:
+def endpoint(row: Any, variants: Mapping[str, Variant], answerer: str,
+             llm: LLMSettings | None) -> tuple[str, str] | None:
     """Who a health row's calls went to and its URL (credentials redacted); None when no call left the process
     (an extractive answerer)."""
     if row.stage == "answer":
@@ -96,24 +96,25 @@ def endpoint(row: Any, variants: Mapping[str, Variant], answerer: str, llm: LLMS
     return (who, redact_url(llm.base_url)) if llm is not None else None
 
 
-def judge_call_health(health: pd.DataFrame, limit: float,
-                      endpoint_of: Callable[[Any], tuple[str, str] | None]) -> HealthVerdict:
+def check_call_health(health: pd.DataFrame, limit: float,
+                      endpoint_of: Callable[[Any], tuple[str, str] | None]) -> CallHealthOutcome:
     """Fails when a cell's calls failed more often than `limit` (llm.max_error_rate); the description names the
     endpoint (`endpoint_of` a health row, without credentials) and the first error of up to three such cells."""
     rows = [(row, where) for row in health.itertuples(index=False) if (where := endpoint_of(row)) is not None]
     if not rows:
-        return HealthVerdict(True, "nothing to check: no LLM or service call was made", {"status": "nothing to check"})
+        return CallHealthOutcome(True, "nothing to check: no LLM or service call was made",
+                                 {"status": "nothing to check"})
     bad = [(row, where) for row, where in rows if row.error_rate > limit]
     calls = sum(row.calls for row, _ in rows)
     errors = sum(row.errors for row, _ in rows)
     metadata = {"calls": calls, "errors": errors, "max_error_rate": limit}
     if not bad:
-        return HealthVerdict(True, f"{errors} of {calls} calls failed, within {limit:.0%} per cell", metadata)
+        return CallHealthOutcome(True, f"{errors} of {calls} calls failed, within {limit:.0%} per cell", metadata)
     shown = "; ".join(
         f"{row.retriever}@{row.k} {row.stage} {row.metric}: {row.errors} of {row.calls} calls to {who} at {url} "
         f"failed ({row.error_rate:.0%} > {limit:.0%}); first error: {row.first_error}"
         for row, (who, url) in bad[:3]) + (f"; and {len(bad) - 3} more cells" if len(bad) > 3 else "")
-    return HealthVerdict(False, shown[:2000], {**metadata, "failing_cells": len(bad)})
+    return CallHealthOutcome(False, shown[:2000], {**metadata, "failing_cells": len(bad)})
 
 
 def outage_notes(per_query: pd.DataFrame) -> list[tuple[str, int, str, str]]:

@@ -15,7 +15,7 @@ from rag_eval_assets.defs.report.accept import accept_baseline
 from rag_eval_assets.defs.report.comparison import PREVIEW_ROWS, check_failures, run_comparison, verdict_metadata
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.defs.storage.parquet_io_manager import pipeline_of_run
-from rag_eval_assets.metrics.call_health import endpoint, judge_call_health
+from rag_eval_assets.metrics.call_health import check_call_health, endpoint
 from rag_eval_assets.reports.html import CHARTS_DIR, build_report
 from rag_eval_assets.reports.markdown import markdown_table
 from rag_eval_assets.reports.run_directory import write_run
@@ -135,11 +135,11 @@ def evaluation_run(
 
 
 def call_health_check(s: Settings, health: pd.DataFrame) -> dg.AssetCheckResult:
-    """metrics/call_health.py judge_call_health under llm.max_error_rate (the gate's without an llm section)."""
+    """metrics/call_health.py check_call_health under llm.max_error_rate (the gate's without an llm section)."""
     limit = s.llm.max_error_rate if s.llm is not None else s.report.gate.max_error_rate
-    verdict = judge_call_health(health, limit, lambda row: endpoint(row, s.variants, s.answering.answerer, s.llm))
-    return dg.AssetCheckResult(check_name=CALL_HEALTH_CHECK, passed=verdict.passed, description=verdict.description,
-                               metadata=verdict.metadata)
+    outcome = check_call_health(health, limit, lambda row: endpoint(row, s.variants, s.answering.answerer, s.llm))
+    return dg.AssetCheckResult(check_name=CALL_HEALTH_CHECK, passed=outcome.passed, description=outcome.description,
+                               metadata=outcome.metadata)
 
 
 def report_defs() -> dg.Definitions:

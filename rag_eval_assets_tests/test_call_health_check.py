@@ -1,4 +1,4 @@
-"""The call_health check's decision (metrics/call_health.py): who each cell's calls went to, without credentials,
+"""The call_health check (metrics/call_health.py): who each cell's calls went to, without credentials,
 which cells failed more often than the limit, and the note of a metric whose every call failed."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from rag_eval_assets.generation.judges import NOT_JUDGED_ABSTAINED
-from rag_eval_assets.metrics.call_health import CALL_HEALTH_COLUMNS, endpoint, judge_call_health, outage_notes
+from rag_eval_assets.metrics.call_health import CALL_HEALTH_COLUMNS, check_call_health, endpoint, outage_notes
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.sample_config import write_sample_config
 
@@ -44,14 +44,14 @@ def test_cells_over_the_limit_fail_the_check_naming_the_first_three(tmp_path: Pa
     def where(row):
         return endpoint(row, s.variants, s.answering.answerer, s.llm)
 
-    assert judge_call_health(_health(("bm25", 5, "answer", "answer", 10, 10, 0, 0, 1.0, "boom")), 0.2, where) \
+    assert check_call_health(_health(("bm25", 5, "answer", "answer", 10, 10, 0, 0, 1.0, "boom")), 0.2, where) \
         .description == "nothing to check: no LLM or service call was made"
-    within = judge_call_health(_health(("bm25", 5, "judge", "correctness", 10, 2, 0, 8, 0.2, "HTTP 500")), 0.2, where)
+    within = check_call_health(_health(("bm25", 5, "judge", "correctness", 10, 2, 0, 8, 0.2, "HTTP 500")), 0.2, where)
     assert (within.passed, within.description, within.metadata) == (
         True, "2 of 10 calls failed, within 20% per cell", {"calls": 10, "errors": 2, "max_error_rate": 0.2})
 
     bad = [("bm25", k, "judge", "groundedness", 4, 3, 0, 1, 0.75, "HTTP 500") for k in (1, 3, 5, 10)]
-    failed = judge_call_health(_health(*bad, ("bm25", 20, "judge", "groundedness", 4, 0, 0, 4, 0.0, None)), 0.2, where)
+    failed = check_call_health(_health(*bad, ("bm25", 20, "judge", "groundedness", 4, 0, 0, 4, 0.0, None)), 0.2, where)
     assert not failed.passed
     assert failed.metadata == {"calls": 20, "errors": 12, "max_error_rate": 0.2, "failing_cells": 4}
     assert failed.description == "; ".join(
