@@ -24,7 +24,8 @@ from typing import Any
 import httpx
 
 from rag_eval_assets.http_retry import HttpCallError, RetryPolicy, send_with_retries
-from rag_eval_assets.runs.store import TIMESTAMP_FORMAT
+from rag_eval_assets.runs.store import TIMESTAMP_FORMAT, run_eval_set_version
+from rag_eval_assets.settings import AlertSettings
 from rag_eval_assets.verdict.text import interval_text, p_text, signed
 
 logger = logging.getLogger(__name__)
@@ -119,6 +120,28 @@ def send_once(alert: Alert, url: str, run_dir: Path) -> str:
     record = {"event": alert.event, "sent_at": datetime.now(timezone.utc).strftime(TIMESTAMP_FORMAT)}
     marker.write_text(json.dumps(record) + "\n", encoding="utf-8")
     return f"sent ({alert.event})"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of a run's verdict alert, for the asset's metadata; `warning`: the webhook variable is unset."""
+
+    text: str
+    warning: bool = False
+
+
+def alert_on_verdict(alerts: AlertSettings | None, comparison: dict[str, Any] | None, run_dir: Path,
+                     report: Path) -> Outcome | None:
+    """The verdict alert of the run in `run_dir` when alerts.on holds its verdict, sent once (send_once); None
+    when no alert is due (no alerts section, no baseline, a verdict alerts.on leaves out)."""
+    verdict = comparison["verdict"] if comparison else None
+    if alerts is None or verdict not in alerts.on:
+        return None
+    url = webhook_url(alerts.webhook_url_env)
+    if url is None:
+        return Outcome(f"not sent: alerts.webhook_url_env names {alerts.webhook_url_env}, which is not set", True)
+    evalset = str(run_eval_set_version(run_dir))
+    return Outcome(send_once(verdict_alert(comparison, run_dir, report, evalset), url, run_dir))
 
 
 def _cell(c: dict[str, Any]) -> str:

@@ -148,3 +148,11 @@ def error_answer(
     """A failed call kept as a row: the error text and whatever the call spent; no answer, not abstained."""
     return Answer("", [], False, False, None, contexts, latency_s, prompt_tokens, completion_tokens, cost_usd, model,
                   prompt_sha256, error)
+
+
+def prompt_texts(evalset: pd.DataFrame, retrieval_results: pd.DataFrame, chunks: pd.DataFrame,
+                 k: int) -> list[list[str]]:
+    """What an LLM answerer's prompt inserts per question, in evalset order: the question, then its top-k chunk
+    texts (for llm/estimate.py answering_estimate)."""
+    contexts = contexts_by_query(retrieval_results, chunks, k)
+    return [[q, *(c.text for c in contexts.get(i, []))] for i, q in zip(evalset["id"], evalset["question"])]

@@ -27,8 +27,10 @@ from rag_eval_assets.generation.citations import contexts_from_json
 from rag_eval_assets.generation.prompts import JUDGE_PROMPTS, prompt_version
 from rag_eval_assets.llm.client import LLMClient
 from rag_eval_assets.llm.prompts import Prompt
+from rag_eval_assets.llm.settings import NO_LLM
 
 JUDGES = ("groundedness", "correctness")
+JUDGE_DISABLED = "not computed: judge.enabled is false"
 NOT_JUDGED_ABSTAINED = "abstained"
 NOT_JUDGED_ANSWER_ERROR = "answer_error"
 NO_REFERENCE = "(none given)"
@@ -73,6 +75,19 @@ _DTYPES = {
     "latency_s": "float64",
     "cost_usd": "float64",
 }
+
+
+def why_not_judged(llm_configured: bool, enabled: bool) -> str | None:
+    """Why the judges do not run (no llm section, judge.enabled false), or None when they do."""
+    if not llm_configured:
+        return NO_LLM
+    return None if enabled else JUDGE_DISABLED
+
+
+def judges_not_computed(llm_configured: bool, enabled: bool) -> list[tuple[str, str]]:
+    """(metric, reason) of each judge metric when the judges do not run; none when they do."""
+    reason = why_not_judged(llm_configured, enabled)
+    return [(judge, reason) for judge in JUDGES] if reason is not None else []
 
 
 def judge_answers(

@@ -33,6 +33,7 @@ from rag_eval_assets.generation.prompts import QUERY_PROMPTS, QUERY_SCHEMA, prom
 from rag_eval_assets.llm.client import LLMClient
 
 SNIPPET_CHARS = 48
+GENERATED_FILE = "generated_queries.jsonl"
 
 
 def sample_chunks(chunks: pd.DataFrame, n: int, seed: int, min_chars: int = 80) -> pd.DataFrame:
@@ -205,3 +206,19 @@ def write_generated_evalset(questions: Sequence[Question], path: str | Path) -> 
             record["source_map"] = [{"file": r.file, "page": r.page, "anchors": list(r.anchors)} for r in q.source_map]
         lines.append(json.dumps(record, ensure_ascii=False))
     Path(path).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+def generate_evalset(client: LLMClient, chunks: pd.DataFrame, n_chunks: int, seed: int,
+                     out_dir: str | Path) -> tuple[Path, pd.DataFrame, dict[str, Any]]:
+    """Questions generated from `n_chunks` chunks sampled with `seed`, written to <out_dir>/GENERATED_FILE (an
+    evalset file that can be frozen); that path, the questions as a table (id, question, type, gold_chunk_ids as
+    JSON) and generate_queries' report."""
+    questions, report = generate_queries(client, sample_chunks(chunks, n_chunks, seed))
+    path = Path(out_dir) / GENERATED_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_generated_evalset(questions, path)
+    table = pd.DataFrame(
+        {"id": [q.id for q in questions], "question": [q.question for q in questions],
+         "type": [q.type for q in questions], "gold_chunk_ids": [json.dumps(q.gold_chunk_ids) for q in questions]}
+    )
+    return path, table, report

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 
 from rag_eval_assets.llm.settings import LLMSettings
 from rag_eval_assets.llm.usage import cost_usd
@@ -15,6 +16,9 @@ from rag_eval_assets.llm.usage import cost_usd
 logger = logging.getLogger(__name__)
 
 CHARS_PER_TOKEN = 4
+PROMPT_OVERHEAD_TOKENS = 200  # the instructions around the inserted texts of an answer or judge prompt
+JUDGE_REPLY_TOKENS = 200
+NO_CALLS = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
 
 
 def estimate_tokens(text: str) -> int:
@@ -42,3 +46,18 @@ def estimate_cost(
         "completion_tokens": completion_tokens,
         "cost_usd": cost_usd(prompt_tokens, completion_tokens, settings.price),
     }
+
+
+def answering_estimate(prompts: Sequence[Sequence[str]], settings: LLMSettings) -> dict[str, float]:
+    """The cost of answering: one call per prompt, each given as the texts it inserts (the question, then its
+    contexts), at most llm.max_tokens back."""
+    tokens = [sum(estimate_tokens(t) for t in texts) + PROMPT_OVERHEAD_TOKENS for texts in prompts]
+    return estimate_cost(len(tokens), sum(tokens) / max(len(tokens), 1), settings.max_tokens, settings)
+
+
+def judging_estimate(answers: Sequence[str], contexts: Sequence[str], n_judges: int,
+                     settings: LLMSettings) -> dict[str, float]:
+    """The cost of judging: `n_judges` calls per answer, each reading the answer and its contexts (JSON)."""
+    texts = [a + c for a, c in zip(answers, contexts)]
+    mean = sum(estimate_tokens(t) for t in texts) / max(len(texts), 1) + PROMPT_OVERHEAD_TOKENS
+    return estimate_cost(len(answers) * n_judges, mean, JUDGE_REPLY_TOKENS, settings)

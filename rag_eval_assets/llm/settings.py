@@ -15,6 +15,7 @@ from rag_eval_assets.redaction import redact_url
 from rag_eval_assets.settings_base import Section, above, at_least, between, problem
 
 SchemaMode = Literal["json_object_schema", "json_schema"]
+NO_LLM = "not computed: no llm endpoint configured (rag_eval.yaml: llm.base_url, llm.model)"
 
 
 def _http_url(url: str) -> str:

@@ -1,7 +1,8 @@
 """Scoring answers: every answer metric whose inputs a question has, in one long table, and a run summary.
 
 Answers come from a JSON Lines file produced by another system (`load_answers`) or from the pipeline's answers
-table (`answers_from_frame`); both give dicts {id, answer, contexts, abstained, abstained_inferred}.
+table (`answers_from_frame`); both give dicts {id, answer, contexts, abstained, abstained_inferred}. The pipeline's
+answer metric tables over the retriever x k grid are `grid_per_query` and `grid_aggregate`.
 """
 
 from __future__ import annotations
@@ -21,14 +22,23 @@ from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.evalset.fields import Fields
 from rag_eval_assets.evalset.records import json_error, json_type, parse_json
 from rag_eval_assets.evalset.schema import Question
-from rag_eval_assets.generation.abstention import infer_abstention
+from rag_eval_assets.evalset.tables import questions_for_metrics
+from rag_eval_assets.generation.abstention import attribution_hit, infer_abstention
+from rag_eval_assets.metrics.aggregate import aggregate_metrics
+from rag_eval_assets.metrics.call_health import outage_notes
 from rag_eval_assets.metrics.json_v2 import JSON_V2_SCORE, WEIGHTS, JsonV2Score, dev_gate, score_json_v2
 from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN, has_rules, score_rules, weighted_score
 from rag_eval_assets.metrics.text import text_metrics
 from rag_eval_assets.retrieval.encoders import Encoder
+from rag_eval_assets.verdict.gate import WEIGHTED_SCORE
 
 PER_QUESTION_COLUMNS = ("query_id", "metric", "value")
 RULE_METRICS = ("include_rate", "safe_ok", "base_score", "citation_ok", "citation_penalty", "question_score")
+# answer_metrics_per_query; `error`: the failed call's text of a judge or ragas row (value NaN), so that an outage is
+# counted and shown.
+GRID_PER_QUERY_COLUMNS = ("query_id", "retriever", "k", "metric", "value", "error")
+NO_RULES = ("not applicable: no question has a seed 000 rule (must_include, must_include_any, must_not_include, "
+            "require_citation)")
 
 
 def load_answers(path: str | Path, question_ids: Collection[str] | None = None) -> list[dict[str, Any]]:
@@ -201,3 +211,56 @@ def _means(per_question: pd.DataFrame) -> dict[str, float]:
     defined = per_question[per_question["value"].notna()]
     means = defined.groupby("metric", sort=False)["value"].mean()
     return {name: float(means[name]) for name in pd.unique(per_question["metric"]) if name in means.index}
+
+
+def grid_per_query(
+    questions: Sequence[Question],
+    answers: Mapping[str, pd.DataFrame],
+    judged: Mapping[str, pd.DataFrame],
+    ragas: pd.DataFrame,
+    gold_labels: pd.DataFrame,
+    chunks: pd.DataFrame,
+    encoder: Encoder | None,
+    citation_pattern: str,
+) -> pd.DataFrame:
+    """answer_metrics_per_query: every answer metric per question, retriever and k (GRID_PER_QUERY_COLUMNS) from
+    the answers and judged_answers partitions (by partition key) and the ragas rows; `error` is why a judge or
+    ragas value is NaN (the failed call's text), null on every other row."""
+    tables = []
+    for key in sorted(answers):  # one partition in memory at a time
+        table = answers[key]
+        retriever, k = str(table["retriever"].iloc[0]), int(table["k"].iloc[0])
+        per_question, _ = score_answers(questions, answers_from_frame(table), encoder, citation_pattern)
+        tables.append(per_question.assign(retriever=retriever, k=k))
+        tables.append(attribution_hit(table, gold_labels, chunks))
+        judgments = judged.get(key)
+        if judgments is not None and len(judgments):
+            main = judgments[judgments["replicate"] == 0]
+            tables.append(main.rename(columns={"judge": "metric", "score": "value"})[list(GRID_PER_QUERY_COLUMNS)])
+    per_query = pd.concat([*tables, ragas] if len(ragas) else tables, ignore_index=True).reindex(
+        columns=list(GRID_PER_QUERY_COLUMNS))
+    per_query["error"] = per_query["error"].astype(object).where(per_query["error"].notna(), None)
+    return per_query.astype({"k": "int64", "value": "float64", "error": "object"})
+
+
+def grid_aggregate(per_query: pd.DataFrame, questions: Sequence[Question],
+                   not_computed: Sequence[tuple[str, str]]) -> pd.DataFrame:
+    """answer_metrics: aggregate_metrics of `per_query`, seed 000's weighted score per retriever and k, and a row
+    per metric not computed (value NaN, n 0, the reason in `note`): `not_computed` (metric, reason) in every cell,
+    the weighted score where no question has a rule, and each metric whose every call failed (call_health.py)."""
+    table = aggregate_metrics(per_query, questions_for_metrics(list(questions)))
+    table["note"] = None
+    weights = {q.id: q.weight for q in questions}
+    scores = per_query[per_query["metric"] == "question_score"]
+    weighted = [
+        (r, k, "all", WEIGHTED_SCORE, weighted_score(g["value"].tolist(), [weights[q] for q in g["query_id"]]),
+         float("nan"), float("nan"), len(g), None)
+        for (r, k), g in scores.groupby(["retriever", "k"])
+    ]
+    grid = list(table[["retriever", "k"]].drop_duplicates().itertuples(index=False))
+    not_applicable = [] if any(has_rules(q) for q in questions) else [(WEIGHTED_SCORE, NO_RULES)]
+    missing = [(r, k, "all", m, float("nan"), float("nan"), float("nan"), 0, reason)
+               for r, k in grid for m, reason in [*not_computed, *not_applicable]]
+    missing += [(r, k, "all", m, float("nan"), float("nan"), float("nan"), 0, note)
+                for r, k, m, note in outage_notes(per_query)]
+    return pd.concat([table, pd.DataFrame(weighted + missing, columns=table.columns)], ignore_index=True)

@@ -14,12 +14,18 @@ One row per (retriever, k, stage, metric):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
 from rag_eval_assets.generation.judges import NOT_JUDGED_ABSTAINED, NOT_JUDGED_ANSWER_ERROR
+from rag_eval_assets.llm.settings import LLMSettings
 from rag_eval_assets.metrics.ragas_context import RAGAS_METRICS, was_computed
+from rag_eval_assets.redaction import redact_url
+from rag_eval_assets.retrieval.registry import Variant, kind_of
+from rag_eval_assets.retrieval.sut_url import shown_url
 
 CALL_HEALTH_COLUMNS = ("retriever", "k", "stage", "metric", "calls", "errors", "abstained", "judged", "error_rate",
                        "first_error")
@@ -64,3 +70,63 @@ def was_a_call(error: object) -> bool:
 def not_computed_note(row: pd.Series | dict) -> str:
     return f"not computed: {row['errors']} of {row['calls']} calls failed ({row['first_error']})"
 
+
+@dataclass(frozen=True)
+class CallHealthOutcome:
+    """The outcome of the blocking `call_health` check (defs/report/assets.py makes it an AssetCheckResult)."""
+
+    passed: bool
+    description: str
+    metadata: dict[str, Any]
+
+
+def endpoint(row: Any, variants: Mapping[str, Variant], answerer: str,
+             llm: LLMSettings | None) -> tuple[str, str] | None:
+    """Who a health row's calls went to and its URL (credentials redacted); None when no call left the process
+    (an extractive answerer)."""
+    if row.stage == "answer":
+        variant = variants.get(row.retriever)
+        if variant is not None and kind_of(variant).own_answers:
+            return "the service under test", shown_url(variant.params.base_url, variant.params.path)
+        if answerer == "llm" and llm is not None:
+            return "the answerer LLM", redact_url(llm.base_url)
+        return None
+    who = {"judge": "the judge", "ragas": "the ragas LLM"}[row.stage]
+    return (who, redact_url(llm.base_url)) if llm is not None else None
+
+
+def check_call_health(health: pd.DataFrame, limit: float,
+                      endpoint_of: Callable[[Any], tuple[str, str] | None]) -> CallHealthOutcome:
+    """Fails when a cell's calls failed more often than `limit` (llm.max_error_rate); the description names the
+    endpoint (`endpoint_of` a health row, without credentials) and the first error of up to three such cells."""
+    rows = [(row, where) for row in health.itertuples(index=False) if (where := endpoint_of(row)) is not None]
+    if not rows:
+        return CallHealthOutcome(True, "nothing to check: no LLM or service call was made",
+                                 {"status": "nothing to check"})
+    bad = [(row, where) for row, where in rows if row.error_rate > limit]
+    calls = sum(row.calls for row, _ in rows)
+    errors = sum(row.errors for row, _ in rows)
+    metadata = {"calls": calls, "errors": errors, "max_error_rate": limit}
+    if not bad:
+        return CallHealthOutcome(True, f"{errors} of {calls} calls failed, within {limit:.0%} per cell", metadata)
+    shown = "; ".join(
+        f"{row.retriever}@{row.k} {row.stage} {row.metric}: {row.errors} of {row.calls} calls to {who} at {url} "
+        f"failed ({row.error_rate:.0%} > {limit:.0%}); first error: {row.first_error}"
+        for row, (who, url) in bad[:3]) + (f"; and {len(bad) - 3} more cells" if len(bad) > 3 else "")
+    return CallHealthOutcome(False, shown[:2000], {**metadata, "failing_cells": len(bad)})
+
+
+def outage_notes(per_query: pd.DataFrame) -> list[tuple[str, int, str, str]]:
+    """(retriever, k, metric, note) of every answer metric whose every row failed: it says why instead of
+    disappearing ("not computed: 14 of 14 calls failed (first error)", or that no row was sent)."""
+    notes = []
+    for (r, k, m), cell in per_query.groupby(["retriever", "k", "metric"], sort=True):
+        if cell["error"].isna().all() or cell["value"].notna().any():
+            continue
+        calls = cell[cell["error"].map(was_a_call)]
+        failed = calls[calls["error"].notna()]
+        note = not_computed_note({"errors": len(failed), "calls": len(calls),
+                                  "first_error": str(failed["error"].iloc[0]).splitlines()[0][:300]}) \
+            if len(failed) else f"not computed: no row was sent ({', '.join(sorted(set(cell['error'].dropna())))})"
+        notes.append((r, k, m, note))
+    return notes

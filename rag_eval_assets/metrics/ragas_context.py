@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,6 +85,28 @@ def ragas_context_metrics(rows: Sequence[ContextRow], llm: LLMClient | None = No
         for metric, (value, error) in zip(RAGAS_METRICS, pair)
     ]
     return pd.DataFrame(records, columns=list(RAGAS_COLUMNS)).astype({"value": float})
+
+
+def ragas_grid(
+    questions: Sequence[Question],
+    answers: Mapping[str, pd.DataFrame],
+    retrieval_results: Mapping[str, pd.DataFrame],
+    chunks: pd.DataFrame,
+    gold: pd.DataFrame,
+    llm: LLMClient | None,
+    own_answers: Collection[str] = (),
+) -> pd.DataFrame:
+    """ragas_context_metrics per question, retriever and k of the answers partitions (by partition key), with
+    retriever and k columns. A service under test (`own_answers`) returns its own chunks, not ours: ragas gets no
+    chunk texts to compare there, and it has no row."""
+    tables = []
+    for key in sorted(answers):
+        retriever, k = str(answers[key]["retriever"].iloc[0]), int(answers[key]["k"].iloc[0])
+        if retriever not in own_answers:
+            rows = context_rows(questions, retrieval_results[retriever], chunks, gold, k)
+            tables.append(ragas_context_metrics(rows, llm).assign(retriever=retriever, k=k))
+    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(
+        columns=[*RAGAS_COLUMNS, "retriever", "k"])
 
 
 def _ragas_offline() -> None:

@@ -1,4 +1,5 @@
-"""Comparisons as text: the verdict line, the terminal report, Markdown, and the rows they share."""
+"""Comparisons as text: the verdict line, the terminal report, Markdown, and the rows they share; a comparison.json
+record as a table (the run_comparison asset's) and its checks' descriptions."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
+
+import pandas as pd
 
 from rag_eval_assets.reports.markdown import capped_table, cell_text, markdown_table
 from rag_eval_assets.verdict.compare import (
@@ -140,3 +143,42 @@ def _text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[s
         return "  " + "  ".join(str(v).ljust(w) for v, w in zip(cells[:-1], widths[:-1])) + "  " + str(cells[-1])
 
     return [line(headers)] + [line(r) for r in rows]
+
+
+COMPARISON_COLUMNS = ("retriever", "k", "metric", "gate", "base", "cand", "delta", "ci_low", "ci_high", "n_pairs",
+                      "p_value", "p_adjusted", "significant", "regressions", "result", "reasons")
+
+
+def comparison_frame(comparison: dict[str, Any]) -> pd.DataFrame:
+    """Every metric delta of comparison.json, the gate cells' own rows marked gate = true with their result."""
+    cells = {(c["retriever"], c["k"]): c for c in comparison["cells"]}
+    rows = []
+    for d in comparison["deltas"]:
+        cell = cells.get((d["retriever"], d["k"]))
+        is_gate = cell is not None and cell["metric"] == d["metric"]
+        rows.append({
+            **{key: d[key] for key in ("retriever", "k", "metric", "base", "cand", "delta", "ci_low", "ci_high",
+                                       "n_pairs", "p_value")},
+            "gate": is_gate,
+            "p_adjusted": cell["p_adjusted"] if is_gate else None,
+            "significant": bool(cell["significant"]) if is_gate else None,
+            "regressions": cell["regressions"] if is_gate else None,
+            "result": cell["result"] if is_gate else None,
+            "reasons": cell["reasons"] if is_gate else None,
+        })
+    table = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
+    return table.astype({"k": "int64", "base": "float64", "cand": "float64", "delta": "float64",
+                         "ci_low": "float64", "ci_high": "float64", "p_value": "float64", "p_adjusted": "float64",
+                         "regressions": "Int64", "significant": "boolean", "gate": "bool"})
+
+
+def quality_gate_description(comparison: dict[str, Any]) -> str:
+    """Why a comparison.json record's quality gate passed or failed, at most 2000 characters (a check's text)."""
+    verdict = comparison["verdict"]
+    if verdict == INCOMPATIBLE:
+        text = f"not judged: the runs are incompatible ({'; '.join(comparison['incompatible'])})"
+    elif verdict == WORSE:
+        text = "worse: " + "; ".join(c["reasons"] for c in comparison["cells"] if c["result"] == WORSE)
+    else:
+        text = f"{verdict} against {comparison['base_run_id']}"
+    return text[:2000]

@@ -128,13 +128,14 @@ def _trend_frame(run: Run, metric: str) -> pd.DataFrame:
 
 
 def build_report(run: Run, out_dir: str | Path | None = None, *, k: int | None = None,
-                 gate: GateSettings = GateSettings()) -> Path:
+                 gate: GateSettings = GateSettings(), rankings: Sequence[KRanking] | None = None) -> Path:
     """Charts into <out_dir>/charts/ and the page into <out_dir>/report.html (out_dir defaults to the run's
-    directory); returns the page's path. `gate` chooses the metric retrievers are ranked on."""
+    directory); returns the page's path. `gate` chooses the metric retrievers are ranked on; `rankings`, when the
+    caller has ranked them already (reports/run_directory.py write_run), is that ranking."""
     out = Path(out_dir) if out_dir is not None else run.path
     aggregate = run.aggregate_frame()
     k = k if k is not None else report_k(aggregate["k"])
-    rankings = rank_retrievers(run, gate)
+    rankings = rankings if rankings is not None else rank_retrievers(run, gate)
     page = render_html_report(run, render_charts(run, out / CHARTS_DIR, k=k, rankings=rankings), k=k,
                               rankings=rankings)
     target = out / REPORT_FILE

@@ -11,6 +11,7 @@ from rag_eval_assets.reports.comparison import comparison_markdown
 from rag_eval_assets.reports.summary import summary_markdown
 from rag_eval_assets.runs.store import COMPARISON_JSON, COMPARISON_MD, SUMMARY_FILE, Run, json_text, read_run, save_run
 from rag_eval_assets.verdict.compare import compare_runs
+from rag_eval_assets.verdict.ranking import KRanking, rank_retrievers
 from rag_eval_assets.verdict.settings import GateSettings
 
 
@@ -21,10 +22,12 @@ def write_run(
     previous: str | Path | None = None,
     baseline_policy: Mapping[str, Any] | None = None,
     gate: GateSettings = GateSettings(),
+    rankings: list[KRanking] | None = None,
     **stored: Any,
 ) -> Path:
     """save_run (results, metrics, config and its options in `stored`) with the documents: `previous` (a run
-    directory, the baseline) adds the comparison with that run under `gate`."""
+    directory, the baseline) adds the comparison with that run under `gate`. `rankings`, when given, receives the
+    ranking of retrievers summary.md shows, so that the HTML report and the asset's metadata do not rank again."""
     previous_run = read_run(previous) if previous is not None else None
 
     def documents(run: Run) -> dict[str, str]:
@@ -34,7 +37,10 @@ def write_run(
             comparison = compare_runs(previous_run, run, gate)
             files[COMPARISON_JSON] = json_text({**comparison.as_json(), "baseline": dict(baseline_policy or {})})
             files[COMPARISON_MD] = comparison_markdown(comparison)
-        files[SUMMARY_FILE] = summary_markdown(run, description, previous_run, comparison, gate)
+        ranked = rank_retrievers(run, gate)
+        if rankings is not None:
+            rankings[:] = ranked
+        files[SUMMARY_FILE] = summary_markdown(run, description, previous_run, ranked, comparison)
         return files
 
     return save_run(runs_dir, description=description, previous_run_id=previous_run.run_id if previous_run else None,

@@ -23,19 +23,19 @@ from rag_eval_assets.runs.store import (
 )
 from rag_eval_assets.verdict.compare import Comparison
 from rag_eval_assets.verdict.gate import is_answer_metric
-from rag_eval_assets.verdict.ranking import KRanking, rank_retrievers
-from rag_eval_assets.verdict.settings import GateSettings
+from rag_eval_assets.verdict.ranking import KRanking
 
 
-def summary_markdown(run: Run, description: str | None, previous: Run | None,
-                     comparison: Comparison | None = None, gate: GateSettings = GateSettings()) -> str:
-    """summary.md: the verdict against `previous` (its `comparison`), description, the retrieval and answer metric
-    tables, what was not computed, the configuration, then the comparison in full."""
+def summary_markdown(run: Run, description: str | None, previous: Run | None, rankings: Sequence[KRanking],
+                     comparison: Comparison | None = None) -> str:
+    """summary.md: the verdict against `previous` (its `comparison`), description, the ranking of retrievers
+    (verdict/ranking.py rank_retrievers), the retrieval and answer metric tables, what was not computed, the
+    configuration, then the comparison in full."""
     parts = [f"# Run {run.run_id}", f"Created {run.created_at}."]
     if comparison is not None:
         parts.append(f"**{verdict_line(comparison)}**")
     parts += ["## Description", description or generated_description(run, previous)]
-    parts += ["## Which retriever is best", ranking_markdown(rank_retrievers(run, gate))]
+    parts += ["## Which retriever is best", ranking_markdown(rankings)]
     parts += metric_sections(run.aggregate_frame(), "##")
     parts.append(
         "Means over the questions where a metric is defined (a metric with no inputs for a question is not "
@@ -67,6 +67,11 @@ def summary_markdown(run: Run, description: str | None, previous: Run | None,
 
 
 RANKING_HEADERS = ["k", "rank", "retriever", "metric", "mean", "95% CI", "n"]
+
+
+def ranking_headline(rankings: Sequence[KRanking]) -> dict[str, float]:
+    """Each ranked retriever's value per k, named "<metric>@<k> <retriever>" (e.g. "ndcg@10 bm25")."""
+    return {f"{r.metric.removesuffix('@k')}@{r.k} {s.retriever}": s.value for r in rankings for s in r.retrievers}
 
 
 def ranking_markdown(rankings: Sequence[KRanking]) -> str:

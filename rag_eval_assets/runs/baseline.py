@@ -1,4 +1,5 @@
-"""Which run a new run is compared with, accepting a run as a baseline by hand, and pruning old run directories.
+"""Which run a new run is compared with, accepting a run as a baseline by hand, and pruning old run directories
+(retention.keep_runs).
 
 The policy, recorded in every comparison.json under "baseline":
 - `report.baseline_run_id` pins one run;
@@ -24,7 +25,14 @@ from typing import Any
 
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.runs.status import why_not_good
-from rag_eval_assets.runs.store import COMPARISON_JSON, TIMESTAMP_FORMAT, list_runs, read_run, run_eval_set_version
+from rag_eval_assets.runs.store import (
+    COMPARISON_JSON,
+    TIMESTAMP_FORMAT,
+    Run,
+    list_runs,
+    read_run,
+    run_eval_set_version,
+)
 
 ACCEPTED_FILE = "accepted.json"
 PINNED = "pinned by report.baseline_run_id"
@@ -101,6 +109,24 @@ def choose_baseline(
     return Baseline(None, NEWEST_GOOD, tuple(skipped))
 
 
+def baseline_of_run(
+    runs_dir: str | Path,
+    eval_set_version: str | None,
+    existing: Run | None,
+    *,
+    pinned: str | None = None,
+    config_file: str = "rag_eval.yaml",
+) -> Baseline:
+    """The baseline of a run about to be written: for a run being rewritten (`existing`, a re-execution) the one it
+    recorded, so that its verdict stays what it was; else by the policy (choose_baseline)."""
+    if existing is not None and existing.comparison is not None:
+        path = Path(runs_dir) / existing.comparison["base_run_id"]
+        if path.is_dir():
+            return Baseline.recorded(path, existing.comparison.get("baseline") or {})
+    return choose_baseline(runs_dir, eval_set_version, pinned=pinned, config_file=config_file,
+                           before=existing.run_id if existing else None)
+
+
 def accept(run_dir: str | Path, note: str | None = None, now: datetime | None = None) -> Path:
     """Mark a run as an accepted baseline (written atomically); later runs of its evalset compare with it, even when
     it is not good (worse, failed calls, an unfinished pipeline)."""
@@ -131,3 +157,14 @@ def prune_runs(runs_dir: str | Path, eval_set_version: str | None, keep: int, pr
         shutil.rmtree(path)
         removed.append(path)
     return removed
+
+
+def apply_retention(runs_dir: str | Path, run_dir: Path, keep: int | None, baseline: Path | None) -> str | None:
+    """retention.keep_runs once a run's gate has passed: prune_runs over the run's evalset, sparing the run and its
+    baseline; what happened, or None without retention.keep_runs."""
+    if keep is None:
+        return None
+    removed = prune_runs(runs_dir, run_eval_set_version(run_dir), keep,
+                         protect=[run_dir, *([baseline] if baseline else [])])
+    return f"kept the newest {keep} runs of this evalset; removed {len(removed)}" + (
+        f": {', '.join(p.name for p in removed)}" if removed else "")

@@ -10,12 +10,11 @@ from rag_eval_assets.generation.answerers import HttpAnswerer, LLMAnswerer
 from rag_eval_assets.generation.extractive import ExtractiveAnswerer
 from rag_eval_assets.llm.cache import LLMCache
 from rag_eval_assets.llm.client import LLMClient
+from rag_eval_assets.llm.settings import NO_LLM
 from rag_eval_assets.retrieval.registry import kind_of
 from rag_eval_assets.retrieval.sut_responses import read_responses
 from rag_eval_assets.retrieval.sut_url import shown_url
 from rag_eval_assets.settings import Settings
-
-NO_LLM = "not computed: no llm endpoint configured (rag_eval.yaml: llm.base_url, llm.model)"
 
 
 @contextmanager

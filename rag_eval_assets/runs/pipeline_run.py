@@ -1,0 +1,83 @@
+"""What a pipeline run writes into its run directory: the results rows, the metrics document (run store format) and
+the health of the calls behind the answer metrics, from the tables over the retriever x k grid (the health decides
+the blocking call_health check before the directory is written), and config.json."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from rag_eval_assets.metrics.aggregate import AGGREGATE_COLUMNS
+from rag_eval_assets.metrics.call_health import call_health
+from rag_eval_assets.runs.reproducibility import reproducibility_fields
+from rag_eval_assets.runs.store import PIPELINE_RUN_KEY, metrics_document, results_rows, run_config
+from rag_eval_assets.runs.versions import VersionTuple
+from rag_eval_assets.settings import Settings
+
+
+@dataclass(frozen=True)
+class GridContents:
+    rows: list[dict[str, Any]]  # results.jsonl
+    metrics: dict[str, Any]  # metrics.json
+    health: pd.DataFrame  # metrics/call_health.py, also in `metrics`
+
+
+def grid_contents(
+    evalset: pd.DataFrame,
+    chunks: pd.DataFrame,
+    retrieval_results: Iterable[pd.DataFrame],
+    retrieval_metrics_per_query: pd.DataFrame,
+    retrieval_metrics: pd.DataFrame,
+    answers: Iterable[pd.DataFrame],
+    judged_answers: Iterable[pd.DataFrame],
+    answer_metrics_per_query: pd.DataFrame,
+    answer_metrics: pd.DataFrame,
+    unresolved_gold: Mapping[str, Any] | None,
+) -> GridContents:
+    """From the partitions of retrieval_results, answers and judged_answers and the metric tables: answer metric
+    rows with a `note` are what was not computed (and why), the others join the aggregate; the operational figures
+    are the answers' error count, token totals and cost."""
+    answers = list(answers)
+    judged = [t for t in judged_answers if len(t)]
+    answers_table = pd.concat(answers, ignore_index=True)
+    rows = results_rows(
+        evalset,
+        pd.concat(list(retrieval_results), ignore_index=True),
+        chunks,
+        pd.concat([retrieval_metrics_per_query, answer_metrics_per_query], ignore_index=True),
+        answers_table,
+        pd.concat(judged, ignore_index=True) if judged else None,
+    )
+    noted = answer_metrics["note"].notna()
+    aggregate = pd.concat([retrieval_metrics[list(AGGREGATE_COLUMNS)],
+                           answer_metrics.loc[~noted, list(AGGREGATE_COLUMNS)]], ignore_index=True)
+    not_computed = answer_metrics.loc[noted, ["retriever", "k", "metric", "note"]].rename(columns={"note": "reason"})
+    operational = {
+        "answer_errors": int(answers_table["error"].notna().sum()),
+        "prompt_tokens": int(answers_table["prompt_tokens"].fillna(0).sum()),
+        "completion_tokens": int(answers_table["completion_tokens"].fillna(0).sum()),
+        "cost_usd": float(answers_table["cost_usd"].fillna(0).sum()),
+    }
+    health = call_health(answers, judged, answer_metrics_per_query)
+    return GridContents(rows, metrics_document(aggregate, not_computed, operational, health, unresolved_gold), health)
+
+
+def pipeline_run_config(s: Settings, versions: VersionTuple, dagster_run_id: str, pipeline_run_id: str) -> dict[str, Any]:
+    """config.json: the version tuple, the settings (with each variant's version), the input hashes, the chunking,
+    the Dagster run and its run group (`pipeline_run_id`, how a re-execution finds the directory to rewrite), and
+    the reproducibility fields."""
+    return run_config(
+        versions,
+        settings={"config_file": str(s.config_file), **s.model_dump(mode="json"),
+                  "variants": {name: v.version() for name, v in s.variants.items()}},
+        evalset_sha256=versions.dataset.get("evalset_sha256"),
+        corpus_sha256=versions.dataset.get("corpus_sha256"),
+        chunk_size_chars=s.chunking.chunk_size_chars,
+        overlap_chars=s.chunking.overlap_chars,
+        dagster_run_id=dagster_run_id,
+        **{PIPELINE_RUN_KEY: pipeline_run_id},
+        **reproducibility_fields(versions, s.answering.adapter_id),
+    )
