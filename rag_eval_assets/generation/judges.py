@@ -13,6 +13,7 @@ deterministic server agrees with itself, and judge_agreement measures whether it
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -208,3 +209,11 @@ def judge_agreement(judgments: pd.DataFrame) -> dict[str, dict[str, float]]:
             "mean_abs_diff": float(diff.mean()) if len(p) else math.nan,
         }
     return out
+
+
+def judge_input_sha256(judge_input: str | list[Any]) -> str:
+    """The sha256 of a judge input, as the judged table keeps it (JSON text) or as a run row does (parsed): both
+    give the same digest."""
+    messages = json.loads(judge_input) if isinstance(judge_input, str) else judge_input
+    canonical = json.dumps(messages, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

@@ -13,7 +13,6 @@ Nothing about who graded is recorded.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable
@@ -24,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from rag_eval_assets.errors import InputError, InputProblem
-from rag_eval_assets.generation.judges import JUDGES
+from rag_eval_assets.generation.judges import JUDGES, judge_input_sha256
 from rag_eval_assets.generation.prompts import JUDGE_PROMPTS
 from rag_eval_assets.labeling.evalset_file import write_atomically
 
@@ -64,14 +63,6 @@ class Grade:
 
 def grades_path(evalset: Path) -> Path:
     return evalset.with_name(evalset.name + SUFFIX)
-
-
-def judge_input_sha256(judge_input: str | list[Any]) -> str:
-    """The sha256 of a judge input, as the judged table keeps it (JSON text) or as a run row does (parsed): both
-    give the same digest."""
-    messages = json.loads(judge_input) if isinstance(judge_input, str) else judge_input
-    canonical = json.dumps(messages, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def judge_scale(judge: str, prompt_version: str) -> tuple[int, ...]:

@@ -24,7 +24,8 @@ import pandas as pd
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.generation.judges import JUDGES
 from rag_eval_assets.generation.prompts import JUDGE_PROMPTS
-from rag_eval_assets.labeling.grades import Grade, GradeKey, disagrees, judge_input_sha256
+from rag_eval_assets.generation.judges import judge_input_sha256
+from rag_eval_assets.labeling.grades import Grade, GradeKey, disagrees
 from rag_eval_assets.runs.store import RESULTS_FILE, Run, config_value, read_run, truncate_texts
 
 JUDGED_ENTRY = "judged_answers/retriever={retriever}/k={k}"  # the table store's entry of one cell's judgments

@@ -30,11 +30,13 @@ import numpy as np
 import pandas as pd
 
 from rag_eval_assets.errors import InputError, InputProblem
+from rag_eval_assets.generation.judges import judge_input_sha256
 from rag_eval_assets.metrics.aggregate import AGGREGATE_COLUMNS
 from rag_eval_assets.redaction import drop_secrets, redact
 from rag_eval_assets.runs.versions import VersionTuple
 
 RESULTS_FILE = "results.jsonl"
+JUDGMENT_FRAME_COLUMNS = ("query_id", "retriever", "k", "judge", "score", "replicate", "judge_input_sha256")
 METRICS_FILE = "metrics.json"
 CONFIG_FILE = "config.json"
 SUMMARY_FILE = "summary.md"
@@ -105,6 +107,18 @@ class Run:
             for metric, value in (row.get("metrics") or {}).items()
         ]
         return pd.DataFrame(records, columns=["query_id", "retriever", "k", "metric", "value"])
+
+    def judgment_frame(self) -> pd.DataFrame:
+        """Every judgement of results.jsonl: query_id, retriever, k, judge, score (NaN when none), replicate and
+        judge_input_sha256 (None in runs written before it was recorded, or where the judge was not called)."""
+        records = [
+            (row["query_id"], row["retriever"], row["k"], j.get("judge"),
+             np.nan if j.get("score") is None else float(j["score"]), int(j.get("replicate") or 0),
+             j.get("judge_input_sha256"))
+            for row in self.results
+            for j in row.get("judgments") or []
+        ]
+        return pd.DataFrame(records, columns=list(JUDGMENT_FRAME_COLUMNS))
 
     def stage_frame(self) -> pd.DataFrame:
         """Latency and cost per stage: stage, retriever, k, query_id, latency_s, cost_usd (NaN when not recorded).
@@ -286,11 +300,16 @@ def _answer_record(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 def _judgment_record(judgment: dict[str, Any]) -> dict[str, Any]:
-    return {
+    record = {
         name: _parsed(name, value)
         for name, value in judgment.items()
         if name not in ("query_id", "retriever", "k", "latency_s", "cost_usd")
     }
+    # Before results.jsonl cuts texts to 200 characters: a person's grade (labeling/grades.py) is keyed by the whole
+    # judge input, and a later run or a comparison finds it again by this digest.
+    if isinstance(judgment.get("judge_input"), str) and judgment["judge_input"]:
+        record["judge_input_sha256"] = judge_input_sha256(judgment["judge_input"])
+    return record
 
 
 def _parsed(name: str, value: Any) -> Any:

@@ -1,0 +1,29 @@
+"""A run's judge scores beside the person's grades that apply to them: the input of the agreement (agreement.py) and
+of the calibrated means (calibration.py) of each judge metric and cell.
+
+A grade applies to a judgement when its question, judge and judge-input digest match (labeling/grades.py), so an
+answer graded once counts in every run and cell whose judge saw the same input."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from rag_eval_assets.labeling.grades import Grade, GradeKey
+
+GRADED_COLUMNS = ("query_id", "retriever", "k", "judge", "score", "grade")
+
+
+def with_grades(judgments: pd.DataFrame, grades: Mapping[GradeKey, Grade]) -> pd.DataFrame:
+    """The main judgements (replicate 0) that have a score, with the grade that applies to each (NaN where none):
+    GRADED_COLUMNS. `judgments` as Run.judgment_frame gives them."""
+    main = judgments[(judgments["replicate"] == 0) & judgments["score"].notna()]
+    grade = [
+        np.nan if digest is None or (hit := grades.get(GradeKey(str(q), str(judge), str(digest)))) is None
+        else float(hit.grade)
+        for q, judge, digest in zip(main["query_id"], main["judge"], main["judge_input_sha256"])
+    ]
+    out = main.assign(grade=np.array(grade, dtype=float))[list(GRADED_COLUMNS)]
+    return out.reset_index(drop=True).astype({"k": "int64", "score": "float64"})
