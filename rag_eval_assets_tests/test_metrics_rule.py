@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.metrics.normalise import fold
-from rag_eval_assets.metrics.rule_score import run_summary, score_rules, weighted_score
+from rag_eval_assets.metrics.rule_score import score_rules, weighted_score
 
 
 def q(**fields) -> Question:
@@ -131,18 +131,6 @@ def test_weighted_score_by_hand() -> None:
         weighted_score([1.0, 0.5, 0.0], [1.0, 1.0])
     with pytest.raises(ValueError, match="weights must be > 0"):
         weighted_score([1.0], [0.0])
-
-
-def test_run_summary_carries_the_hashes_compare_runs_checks() -> None:
-    scores = [score_rules(SEED_EXAMPLE, a).question_score for a in ("2023 год", "XX")]  # 1.0 and 0.0
-    summary = run_summary(scores, [3.0, 1.0], corpus_sha256="c" * 64, questions_sha256="e" * 64)
-    assert summary == {
-        "weighted_score": pytest.approx(0.75),
-        "n": 2,
-        "total_weight": 4.0,
-        "pdf_sha256": "c" * 64,
-        "questions_sha256": "e" * 64,
-    }
 
 
 # Cyrillic and Latin letters whose case mapping round-trips, digits, spaces and a little punctuation.

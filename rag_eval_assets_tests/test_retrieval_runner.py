@@ -113,4 +113,3 @@ def test_hybrid_hits_carry_each_components_own_score(minilm):
             by_row = {CHUNKS["chunk_id"][h.row]: h for h in semantic[q]}
             for chunk_id, score in zip(own["chunk_id"], own["score_semantic"]):
                 assert score == by_row[chunk_id].score if chunk_id in by_row else math.isnan(score)
-        assert hybrid.version()["name"] == "hybrid"

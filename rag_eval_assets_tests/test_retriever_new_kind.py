@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import dagster as dg
 import numpy as np
@@ -108,9 +108,6 @@ class _TfIdfSettings(Section):
 class TfIdfRetriever:
     def __init__(self, index: TfIdfIndex):
         self.index = index
-
-    def version(self) -> dict[str, Any]:
-        return {"name": "tfidf"}
 
     def rankings(self, texts, depth, allowed=None) -> list[Ranking]:
         return self.index.rankings(texts, depth, allowed)

@@ -54,6 +54,13 @@ class EvalsetFormat:
     title: str = ""
     holds: str = ""
 
+    def question(self, file: str, record: Record, qid: str | None, text: str | None, **fields) -> Question | None:
+        """The record's Question in this format (None when it has no usable id: its problem is already noted)."""
+        if qid is None:
+            return None
+        return Question(id=qid, question=text or "", format=self.name, source_file=file, source_line=record.line,
+                        raw=record.value, **fields)
+
     def __post_init__(self) -> None:
         directory = self.layout == "directory"
         if directory != (self.load is not None and self.contents is not None) or directory == (self.parse is not None):

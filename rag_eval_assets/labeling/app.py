@@ -29,8 +29,12 @@ SAVED_AND_QUIT, QUIT_UNSAVED = "saved", "quit"
 class KeysScreen(ModalScreen[None]):
     DEFAULT_CSS = "KeysScreen { align: center middle; } #keys { width: 64; border: round $accent; padding: 1 2; }"
 
+    def __init__(self, keys: str = KEYS):
+        super().__init__()
+        self.key_text = keys
+
     def compose(self) -> ComposeResult:
-        yield Static(KEYS, id="keys", markup=False)
+        yield Static(self.key_text, id="keys", markup=False)
 
     def on_key(self) -> None:
         self.dismiss()

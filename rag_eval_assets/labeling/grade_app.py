@@ -24,11 +24,6 @@ q           quit (every grade is already saved)
 HIDDEN = "hidden until you grade"
 
 
-class GradeKeysScreen(KeysScreen):
-    def compose(self) -> ComposeResult:
-        yield Static(KEYS, id="keys", markup=False)
-
-
 class GradeApp(App[None]):
     TITLE = "rag-eval label --grade"
     CSS = """
@@ -147,7 +142,7 @@ class GradeApp(App[None]):
         self.exit()
 
     def action_keys(self) -> None:
-        self.push_screen(GradeKeysScreen())
+        self.push_screen(KeysScreen(KEYS))
 
 
 def _section(text: Text, title: str, body: str) -> None:

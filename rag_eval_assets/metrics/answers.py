@@ -27,10 +27,15 @@ from rag_eval_assets.generation.abstention import attribution_hit, infer_abstent
 from rag_eval_assets.metrics.aggregate import aggregate_metrics
 from rag_eval_assets.metrics.call_health import outage_notes
 from rag_eval_assets.metrics.json_v2 import JSON_V2_SCORE, WEIGHTS, JsonV2Score, dev_gate, score_json_v2
-from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN, has_rules, score_rules, weighted_score
+from rag_eval_assets.metrics.rule_score import (
+    DEFAULT_CITATION_PATTERN,
+    WEIGHTED_SCORE,
+    has_rules,
+    score_rules,
+    weighted_score,
+)
 from rag_eval_assets.metrics.text import text_metrics
 from rag_eval_assets.retrieval.encoders import Encoder
-from rag_eval_assets.verdict.gate import WEIGHTED_SCORE
 
 PER_QUESTION_COLUMNS = ("query_id", "metric", "value")
 RULE_METRICS = ("include_rate", "safe_ok", "base_score", "citation_ok", "citation_penalty", "question_score")
@@ -193,7 +198,7 @@ def score_answers(
         "n": len(scored),
         "n_questions": len(questions),
         "missing_answers": [q.id for q in questions if q.id not in answered],
-        "weighted_score": weighted_score(rule_scores, rule_weights) if rule_scores else None,
+        WEIGHTED_SCORE: weighted_score(rule_scores, rule_weights) if rule_scores else None,
         "means": _means(per_question),
     }
     if json_scores:

@@ -12,7 +12,6 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.metrics.normalise import fold
@@ -93,6 +92,9 @@ def _empty_answer_score(question: Question) -> RuleScore:
     return RuleScore(0.0, 0.0, 0.0, False, penalty, 0.0, 0, total, missing, ())
 
 
+WEIGHTED_SCORE = "weighted_score"  # the run-level metric: weighted_score over the questions' question_score
+
+
 def weighted_score(scores: Sequence[float], weights: Sequence[float]) -> float:
     """sum(score_i * w_i) / sum(w_i); NaN for no questions."""
     if len(scores) != len(weights):
@@ -102,18 +104,3 @@ def weighted_score(scores: Sequence[float], weights: Sequence[float]) -> float:
     if not scores:
         return math.nan
     return sum(s * w for s, w in zip(scores, weights)) / sum(weights)
-
-
-def run_summary(
-    scores: Sequence[float], weights: Sequence[float], *, corpus_sha256: str, questions_sha256: str
-) -> dict[str, Any]:
-    """Seed 000's `summary`: the weighted score and the two hashes compare_runs checks before comparing.
-    `pdf_sha256` keeps the seed's name but holds the corpus hash (corpus.load.corpus_sha256), which covers every
-    document when the corpus is more than one PDF."""
-    return {
-        "weighted_score": weighted_score(scores, weights),
-        "n": len(scores),
-        "total_weight": float(sum(weights)),
-        "pdf_sha256": corpus_sha256,
-        "questions_sha256": questions_sha256,
-    }

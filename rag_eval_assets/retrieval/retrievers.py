@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -52,9 +52,7 @@ RESULT_COLUMNS = (
 
 
 class Retriever(Protocol):
-    """What run_retriever needs: hits for a batch of query texts, and the tuple that identifies the retriever."""
-
-    def version(self) -> dict[str, Any]: ...
+    """What run_retriever needs: hits for a batch of query texts."""
 
     def search_batch(
         self, texts: Sequence[str], depth: int, allowed: Sequence[frozenset[int] | None] | None = None
@@ -65,11 +63,6 @@ class Retriever(Protocol):
 class Bm25Retriever:
     index: BM25Index
     analyzer: Analyzer
-
-    def version(self) -> dict[str, Any]:
-        p = self.index.params
-        return {"name": "bm25", "variant": p.variant, "k1": p.k1, "b": p.b, "epsilon": p.epsilon,
-                "analyzer": self.analyzer.name}
 
     def rankings(self, texts: Sequence[str], depth: int,
                  allowed: Sequence[frozenset[int] | None] | None = None) -> list[Ranking]:
@@ -84,9 +77,6 @@ class Bm25Retriever:
 class DenseRetriever:
     index: DenseIndex
 
-    def version(self) -> dict[str, Any]:
-        return {"name": "dense", "embedding_model": self.index.model_id}
-
     def rankings(self, texts: Sequence[str], depth: int,
                  allowed: Sequence[frozenset[int] | None] | None = None) -> list[Ranking]:
         return self.index.search(list(texts), depth, allowed)
@@ -98,8 +88,6 @@ class DenseRetriever:
 
 class Ranker(Protocol):
     """A retriever that can take part in a fusion: its plain rankings."""
-
-    def version(self) -> dict[str, Any]: ...
 
     def rankings(self, texts: Sequence[str], depth: int,
                  allowed: Sequence[frozenset[int] | None] | None = None) -> list[Ranking]: ...
@@ -116,11 +104,6 @@ class HybridRetriever:
     rrf_k: int = 60
     alpha: float = 0.5
     candidate_depth: int = 100
-
-    def version(self) -> dict[str, Any]:
-        fusion = {"method": self.method, "candidate_depth": self.candidate_depth}
-        fusion.update({"rrf_k": self.rrf_k} if self.method == "rrf" else {"alpha": self.alpha})
-        return {"name": "hybrid", **fusion, "lexical": self.lexical.version(), "semantic": self.semantic.version()}
 
     def fuse(self, texts: Sequence[str], depth: int,
              allowed: Sequence[frozenset[int] | None] | None = None) -> Fusion:
@@ -167,7 +150,7 @@ def _frame(name: str, query_ids: list[str], hits: list[list[Hit]], latencies: li
         "score_lexical": flat[:, 2],
         "score_semantic": flat[:, 3],
         "latency_s": np.repeat(np.asarray(latencies, dtype=np.float64), counts),
-    })
+    }, columns=list(RESULT_COLUMNS))
 
 
 def run_retriever(

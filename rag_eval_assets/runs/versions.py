@@ -59,10 +59,6 @@ class VersionTuple:
     def as_dict(self) -> dict[str, dict[str, Any]]:
         return asdict(self)
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> VersionTuple:
-        return cls(**{part: dict(data.get(part) or {}) for part in PARTS})
-
     @property
     def config_hash(self) -> str:
         return sha256_text(canonical_json(self.as_dict()))

@@ -14,11 +14,11 @@ import numpy as np
 
 from rag_eval_assets.metrics.aggregate import RATE_NAMES
 from rag_eval_assets.metrics.json_v2 import JSON_V2_SCORE
+from rag_eval_assets.metrics.rule_score import WEIGHTED_SCORE
 from rag_eval_assets.metrics.retrieval import SCOPE_MISS
 from rag_eval_assets.metrics.scales import top_of_scale
 from rag_eval_assets.verdict.settings import AUTO, GateSettings
 
-WEIGHTED_SCORE = "weighted_score"
 # The run-level score is a weighted mean of a per-question value stored under another name.
 PER_QUESTION_NAME = {WEIGHTED_SCORE: "question_score"}
 AUTO_ANSWER_METRICS = (WEIGHTED_SCORE, "correctness", JSON_V2_SCORE)

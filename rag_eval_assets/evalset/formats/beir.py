@@ -104,16 +104,12 @@ def _query(file: str, record: Record, problems: list[InputProblem]) -> Question 
     qid = f.text("_id", required=True, nonblank=True)
     text = f.text("text", required=True, nonblank=True)
     answers = f.texts("answers")
-    if qid is None:
-        return None
-    return Question(
-        id=qid,
-        question=text or "",
-        format=FORMAT.name,
-        source_file=file,
-        source_line=record.line,
+    return FORMAT.question(
+        file,
+        record,
+        qid,
+        text,
         reference_answer=answers[0] if answers else None,
-        raw=record.value,
     )
 
 

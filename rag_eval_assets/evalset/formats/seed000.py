@@ -18,20 +18,16 @@ def parse(file: str, record: Record, problems: list[InputProblem]) -> Question |
     must_not_include = f.texts("must_not_include", nonblank=True)
     require_citation = f.boolean("require_citation", False)
     weight = f.positive_number("weight", 1.0)
-    if qid is None:
-        return None
-    return Question(
-        id=qid,
-        question=question or "",
-        format=FORMAT.name,
-        source_file=file,
-        source_line=record.line,
+    return FORMAT.question(
+        file,
+        record,
+        qid,
+        question,
         must_include=must_include,
         must_include_any=must_include_any,
         must_not_include=must_not_include,
         require_citation=require_citation,
         weight=weight,
-        raw=record.value,
     )
 
 

@@ -28,21 +28,17 @@ def parse(file: str, record: Record, problems: list[InputProblem]) -> Question |
                 f.problem(name, "a negative question must have no gold")
     elif qtype is not None and record.value.get("gold_doc_ids") == []:
         f.problem("gold_doc_ids", f"a {qtype} question needs at least one gold document")
-    if qid is None:
-        return None
-    return Question(
-        id=qid,
-        question=question or "",
-        format=FORMAT.name,
-        source_file=file,
-        source_line=record.line,
+    return FORMAT.question(
+        file,
+        record,
+        qid,
+        question,
         gold_doc_ids=gold_doc_ids,
         gold_chunk_ids=gold_chunk_ids,
         type=qtype,
         notes=notes,
         source=source,
         answerable=not negative,
-        raw=record.value,
     )
 
 

@@ -27,14 +27,11 @@ def parse(file: str, record: Record, problems: list[InputProblem]) -> Question |
     category, difficulty = f.text("category"), f.text("difficulty")
     if not answerable and gold_supports:
         f.problem("gold_supports", "an unanswerable question (answerable=false) must have no gold supports")
-    if qid is None:
-        return None
-    return Question(
-        id=qid,
-        question=question or "",
-        format=FORMAT.name,
-        source_file=file,
-        source_line=record.line,
+    return FORMAT.question(
+        file,
+        record,
+        qid,
+        question,
         answerable=answerable,
         expected_key_facts=expected_key_facts,
         gold_supports=gold_supports,
@@ -45,7 +42,6 @@ def parse(file: str, record: Record, problems: list[InputProblem]) -> Question |
         folders=folders,
         category=category,
         difficulty=difficulty,
-        raw=record.value,
     )
 
 

@@ -38,19 +38,15 @@ def parse(file: str, record: Record, problems: list[InputProblem]) -> Question |
                 answer.texts(name, required=True)
             answer_example = answer.obj
         source_map = read_source_map(expected, required=True)
-    if qid is None:
-        return None
-    return Question(
-        id=qid,
-        question=question or "",
-        format=FORMAT.name,
-        source_file=file,
-        source_line=record.line,
+    return FORMAT.question(
+        file,
+        record,
+        qid,
+        question,
         type=qtype,
         category=category,
         answer_example=answer_example,
         source_map=source_map,
-        raw=record.value,
     )
 
 

@@ -34,20 +34,16 @@ def parse(file: str, record: Record, problems: list[InputProblem]) -> Question |
     source_map = read_source_map(f)
     if record.value.get("relevant_chunk_ids") == [] and not gold_supports and not source_map:
         f.problem("relevant_chunk_ids", "no gold: give at least one chunk id, gold_supports or source_map entry")
-    if qid is None:
-        return None
-    return Question(
-        id=qid,
-        question=question or "",
-        format=FORMAT.name,
-        source_file=file,
-        source_line=record.line,
+    return FORMAT.question(
+        file,
+        record,
+        qid,
+        question,
         gold_chunk_ids=chunk_ids,
         type=qtype,
         gold_supports=gold_supports,
         source_map=source_map,
         reference_answer=answer,
-        raw=record.value,
     )
 
 
