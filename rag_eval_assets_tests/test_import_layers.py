@@ -16,6 +16,10 @@ BELOW = [
                                "rag_eval_assets.verdict.paired", "rag_eval_assets.verdict.joint",
                                "rag_eval_assets.verdict.ranking", "rag_eval_assets.reports.")),
     ("rag_eval_assets.verdict.", ("rag_eval_assets.reports.",)),
+    # The evaluation's parts sit below what compares, grades and reports them.
+    *((f"rag_eval_assets.{part}.", ("rag_eval_assets.runs.", "rag_eval_assets.verdict.", "rag_eval_assets.reports.",
+                                    "rag_eval_assets.labeling.", "rag_eval_assets.judging."))
+      for part in ("corpus", "evalset", "retrieval", "metrics", "generation", "llm")),
     ("rag_eval_assets.", ("rag_eval_assets.defs.", "rag_eval_assets.cli", "rag_eval_assets.definitions")),
     # The code location (definitions.py) and the command line (the cli package) are built from defs/.
     ("rag_eval_assets.defs.", ("rag_eval_assets.definitions", "rag_eval_assets.cli")),
