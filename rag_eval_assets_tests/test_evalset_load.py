@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from rag_eval_assets.errors import InputError
-from rag_eval_assets.evalset.detect import detect_format
 from rag_eval_assets.evalset.load import load_evalset, load_evalset_with_warnings
 from rag_eval_assets.evalset.schema import GoldSupport, Question, SourceRef, question_from_row, question_to_row
 
@@ -327,7 +326,6 @@ def test_beir_flat_qrels_tsv(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("fmt", list(PATHS))
 def test_detection(fmt: str) -> None:
-    assert detect_format(PATHS[fmt]) == fmt
     assert load_evalset_with_warnings(PATHS[fmt]).format == fmt
 
 
@@ -350,7 +348,7 @@ def test_explicit_format_overrides_detection(tmp_path: Path) -> None:
 def test_jsonl_with_only_id_and_question_is_seed002_without_gold(tmp_path: Path) -> None:
     path = tmp_path / "plain.jsonl"
     path.write_text('{"id": "a", "question": "q?"}\n{"id": "b", "question": "r?"}\n', encoding="utf-8")
-    assert detect_format(path) == "seed002"
+    assert load_evalset_with_warnings(path).format == "seed002"
     questions = load_evalset(path)
     assert [(q.id, q.format, q.answerable, q.gold_supports) for q in questions] == [
         ("a", "seed002", True, ()), ("b", "seed002", True, ())

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from rag_eval_assets.errors import InputError, InputProblem
-from rag_eval_assets.evalset.detect import detect_format
 from rag_eval_assets.evalset.fields import Fields
 from rag_eval_assets.evalset.formats import FORMATS
 from rag_eval_assets.evalset.load import load_evalset, load_evalset_with_warnings
@@ -51,7 +50,7 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
 
 def test_a_registered_format_is_detected_and_loaded(tmp_path: Path, faq_format) -> None:
     path = write_jsonl(tmp_path / "faq.jsonl", FAQ_RECORDS)
-    assert detect_format(path) == "faq"
+    assert load_evalset_with_warnings(path).format == "faq"
     loaded = load_evalset_with_warnings(path)
     assert loaded.format == "faq"
     assert [(q.id, q.question, q.reference_answer, q.gold_doc_ids, q.source_line) for q in loaded.questions] == [
@@ -61,7 +60,7 @@ def test_a_registered_format_is_detected_and_loaded(tmp_path: Path, faq_format) 
     # Its markers weigh like any other format's: beside seed 001's they contradict.
     mixed = write_jsonl(tmp_path / "mixed.jsonl", [FAQ_RECORDS[0], {"id": "x", "question": "y", "gold_doc_ids": ["d"]}])
     with pytest.raises(InputError) as caught:
-        detect_format(mixed)
+        load_evalset(mixed)
     assert caught.value.problems[0].message == (
         "keys of contradictory formats: seed001 (gold_doc_ids); faq (faq_id); pass the format explicitly"
     )
@@ -81,11 +80,11 @@ def test_an_unregistered_format_is_unknown_again(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "faq.jsonl", FAQ_RECORDS)
     register(FAQ)
     try:
-        assert detect_format(path) == "faq"
+        assert load_evalset_with_warnings(path).format == "faq"
     finally:
         FORMATS.pop("faq")
     with pytest.raises(InputError) as caught:
-        detect_format(path)
+        load_evalset(path)
     assert caught.value.problems[0].message == (
         "unknown format: keys a, doc, faq_id, q match none of seed000, seed001, seed002, seed003, seed004, beir; "
         "pass the format explicitly"

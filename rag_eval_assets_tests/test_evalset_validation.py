@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from rag_eval_assets.errors import InputError
-from rag_eval_assets.evalset.detect import detect_format
 from rag_eval_assets.evalset.load import load_evalset
 
 Where = tuple[str, int | None, str | None]  # (file relative to tmp_path, line, field)
@@ -506,13 +505,13 @@ def test_detection_messages_name_the_evidence(tmp_path: Path) -> None:
     path = tmp_path / "q.jsonl"
     path.write_text(lines('{"id": "q1", "question": "x", "weight": 2, "gold_doc_ids": ["d"]}'), encoding="utf-8")
     with pytest.raises(InputError) as caught:
-        detect_format(path)
+        load_evalset(path)
     assert caught.value.problems[0].message == (
         "keys of contradictory formats: seed000 (weight); seed001 (gold_doc_ids); pass the format explicitly"
     )
     path.write_text(lines('{"query": "q?"}'), encoding="utf-8")
     with pytest.raises(InputError) as caught:
-        detect_format(path)
+        load_evalset(path)
     assert caught.value.problems[0].message.startswith("unknown format: keys query match none of seed000")
 
 

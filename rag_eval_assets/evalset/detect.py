@@ -7,29 +7,8 @@ from pathlib import Path
 
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.evalset.formats import FORMATS
-from rag_eval_assets.evalset.records import ReadResult, Record, read_records
+from rag_eval_assets.evalset.records import ReadResult, Record
 from rag_eval_assets.evalset.registry import EvalsetFormat, of_layout
-
-
-def detect_format(path: str | Path) -> str:
-    """The format of the evalset at `path`; InputError naming the file when it cannot be told."""
-    file = str(path)
-    p = Path(path)
-    if not p.exists():
-        raise InputError([InputProblem(file, None, None, "no such file or directory")])
-    if p.is_dir():
-        fmt = directory_format(p, file)
-        missing = [name for name in fmt.files if not (p / name).is_file()]
-        if missing:
-            message = f"a directory is read as {fmt.title} and needs {' and '.join(missing)}"
-            raise InputError([InputProblem(file, None, None, message)])
-        return fmt.name
-    read = read_records(p, file)
-    problems = list(read.problems)
-    found = format_of_read(file, read, problems)
-    if found is None:
-        raise InputError(problems)
-    return found
 
 
 def directory_format(path: Path, file: str) -> EvalsetFormat:
