@@ -10,7 +10,7 @@ import pandas as pd
 
 from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.evalset.tables import questions_to_frame
-from rag_eval_assets.generation.abstention import abstention_metrics, attribution_hit
+from rag_eval_assets.generation.abstention import abstention_per_query, attribution_hit
 from rag_eval_assets.generation.answerers import HttpAnswerer, LLMAnswerer
 from rag_eval_assets.generation.answers import answer_questions
 from rag_eval_assets.generation.citations import Context
@@ -87,8 +87,8 @@ def test_llm_failures_become_error_rows_in_the_answers_table():
     assert answers["prompt_tokens"].tolist() == [0, 22]  # the 500 spent nothing; b spent two requests of 11
     assert not answers["abstained"].any()
     assert usage["errors"] == 2 and usage["requests"] == 3
-    metrics = abstention_metrics(answers, questions)
-    assert metrics["errors"] == 2 and math.isnan(metrics["answered_rate"])
+    per_query = abstention_per_query(answers, questions)
+    assert per_query["value"].isna().all()  # both calls failed: no abstention value to count
 
 
 GO = CorpusChunk("Software/Tips.md", "Golang Tips", "Go has no built in string sort. A string element is a byte.")
@@ -142,7 +142,6 @@ def test_http_abstention_is_inferred_when_the_service_does_not_say():
     assert answers["abstained"].tolist() == [False, True]
     assert answers["abstained_inferred"].tolist() == [True, True]
     assert answers["abstain_reason"].tolist()[1] == "empty_answer"
-    assert abstention_metrics(answers, HTTP_QUESTIONS)["inferred_flags"] == 2
 
 
 def test_http_failures_become_error_rows():

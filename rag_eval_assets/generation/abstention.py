@@ -115,30 +115,6 @@ def abstention_per_query(answers: pd.DataFrame, questions: pd.DataFrame) -> pd.D
     return _per_query_frame(rows)
 
 
-def abstention_metrics(answers: pd.DataFrame, questions: pd.DataFrame) -> dict[str, Any]:
-    """Seed 002's aggregate for one answers partition (one retriever, k and answerer).
-
-    Rates are means over answers without an error (NaN when there are none); counts say how many questions of each
-    kind there were, how many answer rows had errors and how many abstention flags were inferred.
-    """
-    groups = answers[["retriever", "k", "answerer"]].drop_duplicates()
-    if len(groups) > 1:
-        raise ValueError(f"abstention_metrics takes one answers partition, got {len(groups)} (retriever, k, answerer)")
-    per_query = abstention_per_query(answers, questions)
-    out: dict[str, Any] = {}
-    for metric in ABSTENTION_METRICS:
-        values = per_query.loc[per_query["metric"] == metric, "value"].dropna()
-        out[metric] = float(values.mean()) if len(values) else math.nan
-    unanswerable = unanswerable_ids(questions)
-    asked = [unanswerable[q] for q in answers["query_id"]]
-    out["unanswerable_tests"] = sum(asked)
-    out["answerable_tests"] = len(asked) - sum(asked)
-    out["errors"] = int(answers["error"].notna().sum())
-    out["abstained"] = int(answers.loc[answers["error"].isna(), "abstained"].astype(bool).sum())
-    out["inferred_flags"] = int(answers["abstained_inferred"].astype(bool).sum())
-    return out
-
-
 def attribution_hit(answers: pd.DataFrame, gold: pd.DataFrame, chunks: pd.DataFrame) -> pd.DataFrame:
     """Per-query `attribution_hit` rows for answers to questions with gold (answerable ones).
 
