@@ -60,10 +60,6 @@ class RetriedResponse:
     response: httpx.Response
     attempts: tuple[Attempt, ...]
 
-    @property
-    def retries(self) -> int:
-        return len(self.attempts) - 1
-
 
 class HttpCallError(RuntimeError):
     """An HTTP call that failed for good: a non-retryable status, or every attempt used up."""
