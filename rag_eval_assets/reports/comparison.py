@@ -84,7 +84,7 @@ def gate_notes(cells: Sequence[dict[str, Any]]) -> list[str]:
         if g.get("estimate") == CALIBRATED:
             notes.append(f"{g['retriever']}@{g['k']}: {g['metric']} calibrated by the person's grades "
                          f"({g['n_graded_base']} in the base run, {g['n_graded_cand']} in the candidate)")
-        notes += [note for note in (g.get("notes") or "").split("; ") if note]
+        notes += g.get("notes") or []
     return notes
 
 

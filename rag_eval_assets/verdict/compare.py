@@ -10,7 +10,7 @@ runs measure different things. Exit codes: 0 better or no significant change, 1 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -185,7 +185,6 @@ class Comparison:
 def cell_record(c: GateCell) -> dict[str, Any]:
     record = asdict(c)
     record["reasons"] = "; ".join(c.reasons)
-    record["notes"] = "; ".join(c.notes)
     return record
 
 
@@ -369,8 +368,7 @@ def _decide(cells: list[GateCell], diffs: list[pd.Series | None], gate: GateSett
         if gate.max_regressions is not None and cell.regressions > gate.max_regressions and counts:
             reasons.append(f"{name}: {cell.regressions} regressions exceed max_regressions {gate.max_regressions}")
         result = WORSE if reasons else BETTER if significant and cell.delta > EPSILON else NO_CHANGE
-        decided.append(GateCell(**{**asdict(cell), "p_adjusted": p_adj, "significant": significant,
-                                   "result": result, "reasons": tuple(reasons)}))
+        decided.append(replace(cell, p_adjusted=p_adj, significant=significant, result=result, reasons=tuple(reasons)))
     return decided
 
 
