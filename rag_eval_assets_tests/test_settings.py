@@ -93,6 +93,7 @@ def test_llm_and_answer_sections(tmp_path):
     assert s.llm.model == "smol" and s.llm.api_key_env == "MY_KEY" and s.llm.price == (0.001, 0.002)
     assert s.answering.answerer == "llm" and s.answering.k_values == (5, 10)
     assert s.judge.enabled and s.judge.replicates == 2
+    assert (s.judge.trust_kappa, s.judge.min_grades) == (0.4, 10)
     assert load_settings(REPO / "rag_eval.yaml").llm is None  # the shipped configuration runs offline
 
 
@@ -129,7 +130,7 @@ def test_report_gate_settings(tmp_path):
         "report.gate.min_delta": "wrong type str",
         "report.gate.primary_metric": "unknown key; valid keys: metric, retrieval_metric, min_delta, "
                                       "max_regressions, alpha, correction, significant_only, max_error_rate, "
-                                      "retrievers",
+                                      "retrievers, calibrated",
     }
     with pytest.raises(InputError) as info:
         load_settings(_write(tmp_path, base + "report:\n  gate: {alpha: 1.5, max_regressions: -1}\n"))
@@ -194,7 +195,7 @@ def test_ranges_and_choices_that_once_failed_at_run_time_fail_at_load_naming_the
         "  http: {connect_timeout: 0, read_timeout: -1, max_attempts: 0}\n"
         "llm: {base_url: 'http://h/v1', model: m, max_error_rate: 2, max_tokens: 0,"
         " retry: {max_attempts: 0, base_delay: -1}}\n"
-        "judge: {replicates: -1}\nquery_generation: {n_chunks: 0}\n"
+        "judge: {replicates: -1, trust_kappa: 1.5, min_grades: 0}\nquery_generation: {n_chunks: 0}\n"
         "report: {gate: {max_error_rate: 1.5, alpha: 0}}\n"
         "answering: {citation_pattern: '(unclosed'}\n",
     ) == {
@@ -217,6 +218,8 @@ def test_ranges_and_choices_that_once_failed_at_run_time_fail_at_load_naming_the
         "llm.retry.max_attempts": "must be >= 1, got 0",
         "llm.retry.base_delay": "must be >= 0 (delays are seconds), got -1.0",
         "judge.replicates": "must be >= 0, got -1",
+        "judge.trust_kappa": "must be between -1 and 1, got 1.5",
+        "judge.min_grades": "must be >= 1, got 0",
         "query_generation.n_chunks": "must be >= 1, got 0",
         "report.gate.max_error_rate": "must be between 0 and 1, got 1.5",
         "report.gate.alpha": "must be between 0 and 1, got 0.0",

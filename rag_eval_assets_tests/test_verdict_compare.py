@@ -292,7 +292,7 @@ def test_comparison_json_and_markdown(tmp_path: Path, base: Run) -> None:
         WORSE, 1, "base", "many")
     assert document["gate"] == {"metric": "auto", "retrieval_metric": "ndcg@k", "min_delta": 0.0,
                                 "max_regressions": 2, "alpha": 0.05, "correction": "joint", "significant_only": True,
-                                "max_error_rate": 0.05, "retrievers": None}
+                                "max_error_rate": 0.05, "retrievers": None, "calibrated": False}
     bm25 = document["cells"][0]
     assert set(bm25) >= {"retriever", "k", "metric", "base", "cand", "delta", "ci_low", "ci_high", "p_value",
                          "p_adjusted", "significant", "regressions", "result"}

@@ -19,13 +19,15 @@ def _gate(args: argparse.Namespace, defaults):
     """report.gate of the configuration (or the defaults), with every flag given on the command line on top;
     raises pydantic's ValidationError for a flag out of range."""
     flags = {name: getattr(args, name) for name in ("metric", "retrieval_metric", "min_delta", "max_regressions",
-                                                   "alpha", "correction", "significant_only", "max_error_rate")}
+                                                   "alpha", "correction", "significant_only", "max_error_rate",
+                                                   "calibrated")}
     return type(defaults).model_validate({**defaults.model_dump(), **{k: v for k, v in flags.items() if v is not None}})
 
 
 def _compare(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
+    from rag_eval_assets.judging.grading import configured_grading
     from rag_eval_assets.reports.comparison import comparison_markdown, format_comparison
     from rag_eval_assets.verdict.compare import compare_runs
     from rag_eval_assets.verdict.settings import GateSettings
@@ -49,8 +51,13 @@ def _compare(args: argparse.Namespace) -> int:
         except InputError as exc:
             print(f"error: the {role} run {given} cannot be read: {exc}", file=sys.stderr)
             return MISSING_RUN
+    try:
+        grading = configured_grading(settings.evalset.path, settings.judge) if settings is not None else None
+    except InputError as exc:
+        print(f"error: the grades of the evalset cannot be read: {exc}", file=sys.stderr)
+        return 2
     comparison = compare_runs(*runs, gate, ignore_invariants=args.ignore_invariants,
-                              retrievers=args.retriever or None, ks=args.k or None)
+                              retrievers=args.retriever or None, ks=args.k or None, grading=grading)
     print(format_comparison(comparison))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -133,6 +140,9 @@ def add_compare(sub, parents: list[argparse.ArgumentParser]) -> None:
                       help="failures count only where the cell's change is significant (default: on)")
     gate.add_argument("--max-error-rate", type=float,
                       help="do not compare a metric whose calls failed more often than this in either run (0.05)")
+    gate.add_argument("--calibrated", action=argparse.BooleanOptionalAction, default=None,
+                      help="judge a judge metric's cell on the runs' calibrated means, from the grades beside the "
+                           "configured evalset (default: off)")
     cmp.set_defaults(func=_compare)
 
 

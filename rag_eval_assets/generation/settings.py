@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, StrictBool, StrictInt, StrictStr
+from pydantic import AfterValidator, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN
-from rag_eval_assets.settings_base import KValues, Section, at_least, problem
+from rag_eval_assets.settings_base import KValues, Section, at_least, between, problem
 
 
 def _regex(pattern: str) -> str:
@@ -34,6 +34,10 @@ class JudgeSettings(Section):
     enabled: StrictBool = True  # judges run only when an llm endpoint is configured
     replicates: Annotated[StrictInt, at_least(0)] = 0  # > 0: judge a sample again this many times, report agreement
     replicate_sample: Annotated[StrictInt, at_least(0)] = 10
+    # a judge whose quadratic kappa with the person's grades is below this is not trusted (judging/agreement.py) ...
+    trust_kappa: Annotated[StrictFloat, between(-1, 1)] = 0.4
+    # ... once it has at least this many graded answers; also the fewest grades a calibrated estimate is made from
+    min_grades: Annotated[StrictInt, at_least(1)] = 10
 
 
 class QueryGenerationSettings(Section):

@@ -12,6 +12,7 @@ import pandas as pd
 
 from rag_eval_assets.reports.markdown import capped_table, cell_text, markdown_table
 from rag_eval_assets.verdict.compare import (
+    CALIBRATED,
     INCOMPATIBLE,
     TOP,
     UNDEFINED,
@@ -20,6 +21,7 @@ from rag_eval_assets.verdict.compare import (
     Flip,
     GateCell,
     cell_record,
+    metric_label,
 )
 from rag_eval_assets.verdict.text import interval_text, p_text, signed
 
@@ -44,7 +46,7 @@ def recorded_verdict(comparison: dict[str, Any]) -> str:
 
 
 def _cell_summary(c: GateCell) -> str:
-    return (f"{c.retriever}@{c.k} {c.metric} {c.base:.3f} -> {c.cand:.3f} ({signed(c.delta, 3)} "
+    return (f"{c.retriever}@{c.k} {metric_label(c)} {c.base:.3f} -> {c.cand:.3f} ({signed(c.delta, 3)} "
             f"{interval_text(c.ci_low, c.ci_high, 3)}, p_adj {p_text(c.p_adjusted)})")
 
 
@@ -60,11 +62,35 @@ FLIP_HEADERS = ["cell", "metric", "query_id", "change", "question"]
 def gate_rows(cells: Sequence[dict[str, Any]]) -> list[list[str]]:
     """Rows of GATE_HEADERS from cell records (cell_record, or comparison.json's `cells`)."""
     return [
-        [f"{g['retriever']}@{g['k']}", g["metric"] or "—", cell_text(g["base"], 4), cell_text(g["cand"], 4),
+        [f"{g['retriever']}@{g['k']}", _metric_text(g), cell_text(g["base"], 4), cell_text(g["cand"], 4),
          signed(g["delta"]), interval_text(g["ci_low"], g["ci_high"], tested=g["p_value"] is not None), p_text(g["p_value"]), p_text(g["p_adjusted"]),
          str(g["regressions"]), g["result"] + (f": {g['reasons']}" if g["result"] == UNDEFINED else "")]
         for g in cells
     ]
+
+
+def _metric_text(g: dict[str, Any]) -> str:
+    # Records written before calibrated estimates have no `estimate`: theirs are all paired.
+    if g["metric"] is None:
+        return "—"
+    return g["metric"] + (" (calibrated)" if g.get("estimate") == CALIBRATED else "")
+
+
+def gate_notes(cells: Sequence[dict[str, Any]]) -> list[str]:
+    """What the reader must know about how cells were judged (from cell records): a judge metric passed over
+    because its judge is not trusted, a calibrated estimate not made, and the grades a calibrated one rests on."""
+    notes = []
+    for g in cells:
+        if g.get("estimate") == CALIBRATED:
+            notes.append(f"{g['retriever']}@{g['k']}: {g['metric']} calibrated by the person's grades "
+                         f"({g['n_graded_base']} in the base run, {g['n_graded_cand']} in the candidate)")
+        notes += g.get("notes") or []
+    return notes
+
+
+def notes_markdown(cells: Sequence[dict[str, Any]]) -> str:
+    """gate_notes as a Markdown list to put after the gate table ("" when there is none)."""
+    return "".join(f"\n\n- {note}" if i == 0 else f"\n- {note}" for i, note in enumerate(gate_notes(cells)))
 
 
 def delta_rows(deltas: Sequence[dict[str, Any]]) -> list[list[str]]:
@@ -89,7 +115,8 @@ def gate_settings_line(g: dict[str, Any]) -> str:
         f"Gate: metric={g['metric']} (retrieval fallback {g['retrieval_metric']}), min_delta={g['min_delta']}, "
         f"max_regressions={g['max_regressions']}, alpha={g['alpha']}, correction={g['correction']}, "
         f"significant_only={g['significant_only']}, max_error_rate={g['max_error_rate']}, "
-        f"retrievers={', '.join(g['retrievers']) if g.get('retrievers') else 'all'}"
+        f"retrievers={', '.join(g['retrievers']) if g.get('retrievers') else 'all'}, "
+        f"calibrated={g.get('calibrated', False)}"
     )
 
 
@@ -104,6 +131,7 @@ def format_comparison(c: Comparison, top: int = TOP) -> str:
     lines += _text_table(GATE_HEADERS, gate_rows([cell_record(x) for x in c.cells])) if c.cells else ["  no cell to gate"]
     for cell in c.cells:
         lines += [f"  - {reason}" for reason in cell.reasons if cell.result == WORSE]
+    lines += [f"  * {note}" for note in gate_notes([cell_record(x) for x in c.cells])]
     for title, flips in (("regressions", c.regressions), ("improvements", c.improvements)):
         lines += ["", f"Top {title} ({len(flips)} in all, on each cell's gate metric):"]
         lines += _text_table(FLIP_HEADERS, flip_rows(flips, top)) if flips else ["  none"]
@@ -122,8 +150,9 @@ def comparison_markdown(c: Comparison, top: int = TOP, *, max_rows: int | None =
         parts.append("Incompatible runs:\n\n" + "\n".join(f"- {m}" for m in c.incompatible))
     if c.warnings:
         parts.append("Warnings:\n\n" + "\n".join(f"- {w}" for w in c.warnings))
+    records = [cell_record(x) for x in c.cells]
     parts += ["### Gate", gate_settings_line(c.gate.model_dump()),
-              markdown_table(GATE_HEADERS, gate_rows([cell_record(x) for x in c.cells])) if c.cells else "none"]
+              (markdown_table(GATE_HEADERS, gate_rows(records)) if c.cells else "none") + notes_markdown(records)]
     for title, flips in (("regressions", c.regressions), ("improvements", c.improvements)):
         parts.append(f"### Top {title} ({len(flips)} in all)")
         parts.append(markdown_table(FLIP_HEADERS, flip_rows(flips, top)) if flips else "none")

@@ -11,6 +11,7 @@ from rag_eval_assets.reports.comparison import comparison_markdown
 from rag_eval_assets.reports.summary import summary_markdown
 from rag_eval_assets.runs.store import COMPARISON_JSON, COMPARISON_MD, SUMMARY_FILE, Run, json_text, read_run, save_run
 from rag_eval_assets.verdict.compare import compare_runs
+from rag_eval_assets.verdict.judged import Grading
 from rag_eval_assets.verdict.ranking import KRanking, rank_retrievers
 from rag_eval_assets.verdict.settings import GateSettings
 
@@ -23,18 +24,20 @@ def write_run(
     baseline_policy: Mapping[str, Any] | None = None,
     gate: GateSettings = GateSettings(),
     rankings: list[KRanking] | None = None,
+    grading: Grading | None = None,
     **stored: Any,
 ) -> Path:
     """save_run (results, metrics, config and its options in `stored`) with the documents: `previous` (a run
     directory, the baseline) adds the comparison with that run under `gate`. `rankings`, when given, receives the
-    ranking of retrievers summary.md shows, so that the HTML report and the asset's metadata do not rank again."""
+    ranking of retrievers summary.md shows, so that the HTML report and the asset's metadata do not rank again.
+    `grading`: the person's grades the gate uses (judging/grading.py)."""
     previous_run = read_run(previous) if previous is not None else None
 
     def documents(run: Run) -> dict[str, str]:
         files = {}
         comparison = None
         if previous_run is not None:
-            comparison = compare_runs(previous_run, run, gate)
+            comparison = compare_runs(previous_run, run, gate, grading=grading)
             files[COMPARISON_JSON] = json_text({**comparison.as_json(), "baseline": dict(baseline_policy or {})})
             files[COMPARISON_MD] = comparison_markdown(comparison)
         ranked = rank_retrievers(run, gate)

@@ -1,7 +1,8 @@
 """Comparison of two runs and the verdict (seed 000 section 7, seed 002 "Run Comparison Tool").
 
 Each (retriever, k) cell both runs hold is judged on its gate metric (verdict/gate.py) by a paired test over the
-questions both runs scored, corrected across the judged cells (by default jointly: verdict/joint.py). The verdict is `worse` when a cell fails, `better`
+questions both runs scored, or with `calibrated` a judge metric on the difference of the runs' calibrated means
+(verdict/judged.py), corrected across the judged cells (by default jointly: verdict/joint.py). The verdict is `worse` when a cell fails, `better`
 when none fails and some cell improved significantly, `no significant change` otherwise, and `incompatible` when the
 runs measure different things. Exit codes: 0 better or no significant change, 1 worse, 2 incompatible.
 """
@@ -9,7 +10,7 @@ runs measure different things. Exit codes: 0 better or no significant change, 1 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,15 @@ import pandas as pd
 from rag_eval_assets.runs.store import Run, config_value, flatten, jsonable
 from rag_eval_assets.verdict.corrections import corrected
 from rag_eval_assets.verdict.gate import choose_metric, per_question_name, success_threshold, unhealthy, weighted_terms
+from rag_eval_assets.verdict.judged import (
+    CalibratedChange,
+    Grading,
+    JudgeTrust,
+    calibrated_change,
+    graded_frame,
+    is_judge_metric,
+    judge_trust,
+)
 from rag_eval_assets.verdict.paired import PairedTest, paired_tests
 from rag_eval_assets.verdict.settings import GateSettings
 from rag_eval_assets.verdict.text import interval_text, p_text, signed
@@ -34,6 +44,7 @@ JUDGE_INVARIANTS = (
 )
 BETTER, WORSE, NO_CHANGE, INCOMPATIBLE = "better", "worse", "no significant change", "incompatible"
 UNDEFINED = "undefined"
+PAIRED, CALIBRATED = "paired", "calibrated"  # how a cell's change was estimated and tested
 # The verdict as a number, for Dagster's plots night over night.
 VERDICT_SCORE = {BETTER: 1.0, NO_CHANGE: 0.0, WORSE: -1.0, INCOMPATIBLE: -2.0}
 EXIT_CODES = {BETTER: 0, NO_CHANGE: 0, WORSE: 1, INCOMPATIBLE: 2}
@@ -79,6 +90,16 @@ class Flip:
 
 
 @dataclass(frozen=True)
+class SkippedMetric:
+    """The judge metric a cell would have been judged on, and why it was not: its judge is not trusted."""
+
+    metric: str
+    why: str
+    kappa: float | None
+    n: int  # graded judgements the kappa is over
+
+
+@dataclass(frozen=True)
 class GateCell:
     retriever: str
     k: int
@@ -86,16 +107,21 @@ class GateCell:
     base: float | None  # (weighted) means over the questions both runs scored
     cand: float | None
     delta: float | None
-    ci_low: float | None  # the paired test inverted at the gate's alpha: excludes 0 exactly when p_value < alpha
+    ci_low: float | None  # the test inverted at the gate's alpha: excludes 0 exactly when p_value < alpha
     ci_high: float | None
     n_pairs: int
-    p_value: float | None  # paired sign-flip test
+    p_value: float | None  # paired sign-flip test, or the calibrated difference's z test
     p_adjusted: float | None  # corrected across the judged cells
     significant: bool
     regressions: int
     improvements: int
     result: str  # better | worse | no significant change | undefined
     reasons: tuple[str, ...] = ()  # why the cell failed, or why it is undefined
+    estimate: str = PAIRED  # calibrated: base, cand, delta, interval and p are of the calibrated means
+    n_graded_base: int | None = None  # the grades each calibrated mean rests on
+    n_graded_cand: int | None = None
+    skipped: tuple[SkippedMetric, ...] = ()
+    notes: tuple[str, ...] = ()  # for the reader: a metric passed over, a calibrated estimate not made
 
 
 @dataclass(frozen=True)
@@ -112,6 +138,7 @@ class Comparison:
     improvements: tuple[Flip, ...]  # failure -> success, largest gain first
     cells: tuple[GateCell, ...]
     all_regressions: int = field(default=0)  # flips in every cell, significant or not
+    judges: tuple[JudgeTrust, ...] = ()  # each judge's agreement with the person's grades, where it has any
 
     @property
     def verdict(self) -> str:
@@ -146,6 +173,7 @@ class Comparison:
             "warnings": list(self.warnings),
             "deciding_cells": [f"{c.retriever}@{c.k}" for c in self.deciding_cells],
             "cells": [cell_record(c) for c in self.cells],
+            "judges": [asdict(j) for j in self.judges],
             "deltas": [asdict(d) for d in self.deltas],
             "regressions": len(self.regressions),
             "improvements": len(self.improvements),
@@ -170,9 +198,11 @@ def compare_runs(
     ks: Sequence[int] | None = None,
     n_perm: int = 10000,
     seed: int = 0,
+    grading: Grading | None = None,
 ) -> Comparison:
     """Compare candidate `cand` with baseline `base` under `gate`, on every (retriever, k) both runs hold or those
-    of `retrievers` / `ks`."""
+    of `retrievers` / `ks`. `grading`: the person's grades of judged answers, which decide whether each judge is
+    trusted and make the calibrated estimates of `gate.calibrated`; None: no grades."""
     options = {
         "ignore_invariants": ignore_invariants,
         "retrievers": list(retrievers) if retrievers is not None else None,
@@ -190,6 +220,9 @@ def compare_runs(
     deltas = _deltas(base, cand, tests)
     questions = {row["query_id"]: row.get("question") for run in (base, cand) for row in run.results}
     weights = {row["query_id"]: float(row.get("weight") or 1.0) for row in cand.results}
+    grading = grading or Grading()
+    graded = (graded_frame(base, grading), graded_frame(cand, grading))
+    judges = judge_trust(graded[1], grading)
 
     cells, flips, diffs = [], [], []
     for (retriever, k), cell_pairs in pairs.groupby(["retriever", "k"], sort=True):
@@ -197,7 +230,8 @@ def compare_runs(
                    ((retriever, retrievers), (retriever, gate.retrievers), (k, ks))):
             continue
         cell, cell_diffs, cell_flips, cell_warnings = _judge_cell(
-            str(retriever), int(k), cell_pairs, base, cand, weights, questions, gate, n_perm=n_perm, seed=seed)
+            str(retriever), int(k), cell_pairs, base, cand, weights, questions, gate, judges, graded, grading,
+            n_perm=n_perm, seed=seed)
         cells.append(cell)
         diffs.append(cell_diffs)
         flips += cell_flips
@@ -228,6 +262,7 @@ def compare_runs(
         improvements=tuple(improvements),
         cells=tuple(cells),
         all_regressions=sum(1 for f in flips if f.cand < f.base),
+        judges=tuple(judges.values()),
     )
 
 
@@ -240,12 +275,15 @@ def _judge_cell(
     weights: dict[str, float],
     questions: dict[str, str | None],
     gate: GateSettings,
+    judges: dict[str, JudgeTrust],
+    graded: tuple[pd.DataFrame, pd.DataFrame],
+    grading: Grading,
     *,
     n_perm: int,
     seed: int,
-) -> tuple[GateCell, pd.Series, list[Flip], list[str]]:
-    """The cell's metric, paired test, (weighted) differences by question and flips; its result is settled by
-    _decide once every cell is tested."""
+) -> tuple[GateCell, pd.Series | None, list[Flip], list[str]]:
+    """The cell's metric, test, (weighted) differences by question (None for a calibrated test, which has none) and
+    flips; its result is settled by _decide once every cell is tested."""
     both = pairs[pairs["base"].notna() & pairs["cand"].notna()]
     warnings: list[str] = []
     healthy = []
@@ -255,11 +293,20 @@ def _judge_cell(
             warnings.append(f"{retriever}@{k}: {metric} not compared: {why}")
         else:
             healthy.append(metric)
-    metric = choose_metric(healthy, gate)
+    untrusted = {name: j for name, j in judges.items() if not j.trusted}
+    metric = choose_metric(healthy, gate, untrusted)
+    skipped, notes = [], []
+    would = choose_metric(healthy, gate)
+    if would in untrusted:
+        j = untrusted[would]
+        skipped.append(SkippedMetric(would, f"its judge is {j.reason}", j.kappa, j.n))
+        notes.append(f"{retriever}@{k}: {would} not used, its judge is {j.reason}; judged on {metric or 'nothing'}")
     if metric is None:
         wanted = gate.metric if gate.metric != "auto" else f"auto ({gate.retrieval_metric} or an answer metric)"
         reason = f"the gate metric {wanted} has no value for any question in both runs"
-        return _cell(retriever, k, None, result=UNDEFINED, reasons=(reason,)), pd.Series(dtype=float), [], warnings
+        cell = _cell(retriever, k, None, result=UNDEFINED, reasons=(reason,), skipped=tuple(skipped),
+                     notes=tuple(notes))
+        return cell, pd.Series(dtype=float), [], warnings
     rows = both[both["metric"] == per_question_name(metric)]
     b, c = rows["base"].to_numpy(dtype=float), rows["cand"].to_numpy(dtype=float)
     w = np.array([weights.get(q, 1.0) for q in rows["query_id"]])
@@ -271,11 +318,25 @@ def _judge_cell(
         for r in rows.itertuples(index=False)
         if (r.base >= threshold) != (r.cand >= threshold)
     ]
+    counts = dict(regressions=sum(1 for f in flips if f.cand < f.base),
+                  improvements=sum(1 for f in flips if f.cand > f.base), skipped=tuple(skipped))
+    change = None
+    if gate.calibrated and is_judge_metric(metric):
+        change = calibrated_change(*graded, retriever, k, metric, weights, grading, gate.alpha)
+        if isinstance(change, str):
+            notes.append(f"{retriever}@{k}: {metric} not calibrated, {change}: paired test on the raw judge scores")
+    if isinstance(change, CalibratedChange):
+        cell = _cell(
+            retriever, k, metric, base=change.base.estimate, cand=change.cand.estimate, delta=change.delta,
+            ci_low=change.ci_low, ci_high=change.ci_high, n_pairs=test.n, p_value=change.p_value,
+            estimate=CALIBRATED, n_graded_base=change.base.n_graded, n_graded_cand=change.cand.n_graded,
+            notes=tuple(notes), **counts)
+        return cell, None, flips, warnings
     cell = _cell(
         retriever, k, metric,
         base=float(np.average(b, weights=w)), cand=float(np.average(c, weights=w)), delta=test.delta,
         ci_low=test.ci_low, ci_high=test.ci_high, n_pairs=test.n, p_value=_number(test.p_value),
-        regressions=sum(1 for f in flips if f.cand < f.base), improvements=sum(1 for f in flips if f.cand > f.base),
+        notes=tuple(notes), **counts,
     )
     return cell, pd.Series(terms, index=rows["query_id"].to_numpy()), flips, warnings
 
@@ -286,7 +347,7 @@ def _cell(retriever: str, k: int, metric: str | None, **values: Any) -> GateCell
     return GateCell(retriever, k, metric, **{**defaults, **values})
 
 
-def _decide(cells: list[GateCell], diffs: list[pd.Series], gate: GateSettings, *, n_perm: int,
+def _decide(cells: list[GateCell], diffs: list[pd.Series | None], gate: GateSettings, *, n_perm: int,
             seed: int) -> list[GateCell]:
     """Correct the p-values across the judged cells, then settle each cell's result."""
     adjusted = corrected([c.p_value if c.result != UNDEFINED else None for c in cells], diffs, gate.correction,
@@ -301,14 +362,19 @@ def _decide(cells: list[GateCell], diffs: list[pd.Series], gate: GateSettings, *
         name = f"{cell.retriever}@{cell.k}"
         reasons = []
         if cell.delta < gate.min_delta - EPSILON and counts:
-            reasons.append(f"{name}: {cell.metric} delta {signed(cell.delta)} {interval_text(cell.ci_low, cell.ci_high)} "
+            reasons.append(f"{name}: {metric_label(cell)} delta {signed(cell.delta)} "
+                           f"{interval_text(cell.ci_low, cell.ci_high)} "
                            f"is below min_delta {gate.min_delta} (p_adj {p_text(p_adj)})")
         if gate.max_regressions is not None and cell.regressions > gate.max_regressions and counts:
             reasons.append(f"{name}: {cell.regressions} regressions exceed max_regressions {gate.max_regressions}")
         result = WORSE if reasons else BETTER if significant and cell.delta > EPSILON else NO_CHANGE
-        decided.append(GateCell(**{**asdict(cell), "p_adjusted": p_adj, "significant": significant,
-                                   "result": result, "reasons": tuple(reasons)}))
+        decided.append(replace(cell, p_adjusted=p_adj, significant=significant, result=result, reasons=tuple(reasons)))
     return decided
+
+
+def metric_label(cell: GateCell) -> str:
+    """The cell's metric, marked when its change is of the calibrated means."""
+    return f"{cell.metric} (calibrated)" if cell.estimate == CALIBRATED else str(cell.metric)
 
 
 def _unhealthy(base: Run, cand: Run, retriever: str, k: int, metric: str, limit: float) -> str | None:

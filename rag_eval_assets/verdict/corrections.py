@@ -2,7 +2,8 @@
 report.gate.correction accepts are this table's (verdict/settings.py reads them from here).
 
 `joint` (the default) is the step-down max-T over sign flips of whole questions (verdict/joint.py): it needs the
-differences themselves. The marginal corrections see only the p-values.
+differences themselves (a test without them shares alpha with the joint family Bonferroni-wise: `corrected`). The
+marginal corrections see only the p-values.
 """
 
 from __future__ import annotations
@@ -57,17 +58,28 @@ def joint_adjusted(diffs: np.ndarray, p_values: Iterable[float], *, n_perm: int,
     return [float(max(a, p)) for a, p in zip(adjusted, p_values)]
 
 
-def corrected(p_values: Sequence[float | None], diffs: Sequence[pd.Series], method: str, *, n_perm: int,
+def corrected(p_values: Sequence[float | None], diffs: Sequence[pd.Series | None], method: str, *, n_perm: int,
               seed: int) -> list[float | None]:
     """The p-values of several tests corrected by `method`; None (no test) stays None and is not counted. `diffs`:
     each test's (weighted) differences indexed by question, which the joint correction lines up by question so that
-    a sign flip of a question flips its difference in every test at once."""
+    a sign flip of a question flips its difference in every test at once; None for a test that has none (a
+    calibrated cell, verdict/judged.py).
+
+    Such a test cannot join the max-T, so under `joint` alpha is split Bonferroni-wise: of m tests, the j with
+    differences share alpha * j / m jointly (their max-T p-values times m / j) and each other test gets alpha / m
+    (its p-value times m). The union bound keeps the family-wise error rate at alpha; without such tests this is
+    the plain joint correction."""
     if method != JOINT:
         return adjust_p_values(p_values, method)
     tested = [i for i, p in enumerate(p_values) if p is not None]
+    joint = [i for i in tested if diffs[i] is not None]
+    alone = [i for i in tested if diffs[i] is None]
     out: list[float | None] = [None] * len(p_values)
-    if tested:
-        matrix = pd.concat([diffs[i] for i in tested], axis=1).to_numpy(dtype=float)
-        for i, p in zip(tested, joint_adjusted(matrix, [p_values[i] for i in tested], n_perm=n_perm, seed=seed)):
-            out[i] = p
+    if joint:
+        matrix = pd.concat([diffs[i] for i in joint], axis=1).to_numpy(dtype=float)
+        share = len(tested) / len(joint)
+        for i, p in zip(joint, joint_adjusted(matrix, [p_values[i] for i in joint], n_perm=n_perm, seed=seed)):
+            out[i] = min(p * share, 1.0)
+    for i in alone:
+        out[i] = min(p_values[i] * len(tested), 1.0)
     return out

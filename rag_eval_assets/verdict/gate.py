@@ -2,12 +2,13 @@
 
 A cell is judged on a metric that means something for it. With `metric: auto` that is, in this order, the first
 that has a value for some question of the cell: seed 000's weighted_score (only questions with seed 000 rules have
-one), the judge's correctness, seed 003's json_v2_score, and otherwise the cell's retrieval metric (nDCG@k).
+one), the judge's correctness, seed 003's json_v2_score, and otherwise the cell's retrieval metric (nDCG@k). A judge
+metric whose judge the person's grades do not trust (verdict/judged.py) is passed over.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -38,11 +39,16 @@ def candidates(gate: GateSettings) -> tuple[str, ...]:
     return (*AUTO_ANSWER_METRICS, gate.retrieval_metric) if gate.metric == AUTO else (gate.metric,)
 
 
-def choose_metric(available: Iterable[str], gate: GateSettings) -> str | None:
-    """The first candidate among `available` (metric names, per-question names of run scores accepted), or None."""
+def choose_metric(available: Iterable[str], gate: GateSettings, untrusted: Collection[str] = ()) -> str | None:
+    """The first candidate among `available` (metric names, per-question names of run scores accepted), or None.
+    A metric of `untrusted` (a judge metric whose judge is not trusted) is passed over; an explicit gate metric that
+    is untrusted falls back to the retrieval metric, the one metric no judge makes."""
     have = set(available)
-    for metric in candidates(gate):
-        if metric in have or per_question_name(metric) in have:
+    order = candidates(gate)
+    if gate.metric != AUTO and gate.metric in untrusted:
+        order = (gate.metric, gate.retrieval_metric)
+    for metric in order:
+        if metric not in untrusted and (metric in have or per_question_name(metric) in have):
             return metric
     return None
 

@@ -26,3 +26,5 @@ class GateSettings(Section):
     # a metric whose calls failed more often than this (in either run) is not compared
     max_error_rate: Annotated[StrictFloat, between(0, 1)] = 0.05
     retrievers: tuple[StrictStr, ...] | None = None  # the retrievers the gate judges; None: every retriever
+    # a judge metric's cell is judged on the two runs' calibrated (PPI++) means where both have judge.min_grades grades
+    calibrated: StrictBool = False

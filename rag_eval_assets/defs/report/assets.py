@@ -15,6 +15,7 @@ from rag_eval_assets.defs.report.accept import accept_baseline
 from rag_eval_assets.defs.report.comparison import PREVIEW_ROWS, check_failures, run_comparison, verdict_metadata
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.defs.storage.parquet_io_manager import pipeline_of_run
+from rag_eval_assets.judging.grading import configured_grading
 from rag_eval_assets.metrics.call_health import check_call_health, endpoint
 from rag_eval_assets.reports.html import CHARTS_DIR, build_report
 from rag_eval_assets.reports.markdown import markdown_table
@@ -101,6 +102,7 @@ def evaluation_run(
         baseline_policy=baseline.record(),
         gate=s.report.gate,
         rankings=rankings,
+        grading=configured_grading(s.evalset.path, s.judge),
         store_full_text=s.report.store_full_text,
         run_id=existing.run_id if existing else None,
         now=_created(existing) if existing else None,

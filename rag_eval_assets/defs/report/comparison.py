@@ -20,6 +20,7 @@ from rag_eval_assets.reports.comparison import (
     delta_rows,
     gate_rows,
     gate_settings_line,
+    notes_markdown,
     quality_gate_description,
     recorded_verdict,
 )
@@ -50,6 +51,7 @@ def verdict_metadata(comparison: dict | None) -> dict[str, dg.MetadataValue]:
         "verdict_score": dg.MetadataValue.float(VERDICT_SCORE[comparison["verdict"]]),
         "gate": dg.MetadataValue.md(
             gate_settings_line(comparison["gate"]) + "\n\n" + markdown_table(GATE_HEADERS, gate_rows(comparison["cells"]))
+            + notes_markdown(comparison["cells"])
         ),
     }
 

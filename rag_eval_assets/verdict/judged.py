@@ -1,0 +1,117 @@
+"""The gate's use of a person's grades (issue 23): whether a judge is trusted, and a judge metric's change between two
+runs as the difference of their calibrated (PPI++) means.
+
+A judge is "not trusted" when its quadratic-weighted kappa with the person, pooled over the candidate run's graded
+judgements, is below `trust_kappa` with at least `min_grades` grades; with fewer grades nothing is known against it.
+The calibrated difference of a cell takes each run's judge scores of every answer it judged there, rectified by the
+grades that apply to that run's answers (judging/calibration.py), so a judge that drifts between runs is corrected in
+each; a run with fewer than `min_grades` grades in the cell gives no calibrated estimate. Files are read by the
+caller (judging/grading.py); this module only computes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from rag_eval_assets.generation.judges import JUDGES
+from rag_eval_assets.judging.agreement import MINIMUM_PAIRS, TRUST_KAPPA, agreement, trusted
+from rag_eval_assets.judging.calibration import CalibratedMean, calibrated_mean, mean_difference
+from rag_eval_assets.judging.graded import with_grades
+from rag_eval_assets.labeling.grades import Grade, GradeKey
+from rag_eval_assets.runs.store import Run
+from rag_eval_assets.verdict.gate import weighted_terms
+
+
+@dataclass(frozen=True)
+class Grading:
+    """The person's grades the gate may use (labeling/grades.py load_grades), and judge.trust_kappa / min_grades."""
+
+    grades: Mapping[GradeKey, Grade] = field(default_factory=dict)
+    trust_kappa: float = TRUST_KAPPA
+    min_grades: int = MINIMUM_PAIRS
+
+
+@dataclass(frozen=True)
+class JudgeTrust:
+    """A judge's agreement with the person over the candidate run's n graded judgements."""
+
+    judge: str
+    n: int
+    kappa: float | None  # None: undefined, or no grade
+    trusted: bool  # True also when too few grades say anything against it
+    reason: str
+
+
+@dataclass(frozen=True)
+class CalibratedChange:
+    """cand - base of a cell's calibrated means: `interval` excludes 0 exactly when p_value < alpha."""
+
+    base: CalibratedMean
+    cand: CalibratedMean
+    delta: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+
+
+def is_judge_metric(metric: str) -> bool:
+    return metric in JUDGES
+
+
+def graded_frame(run: Run, grading: Grading) -> pd.DataFrame:
+    """The run's main judgements with the grade that applies to each (judging/graded.py)."""
+    return with_grades(run.judgment_frame(), grading.grades)
+
+
+def judge_trust(cand: pd.DataFrame, grading: Grading) -> dict[str, JudgeTrust]:
+    """Every judge with a graded judgement in the candidate's graded frame, and whether it is trusted."""
+    out = {}
+    for judge in JUDGES:
+        pairs = cand[(cand["judge"] == judge) & cand["grade"].notna()]
+        if pairs.empty:
+            continue
+        a = agreement(pairs["score"].to_numpy(), pairs["grade"].to_numpy(), minimum=grading.min_grades)
+        kappa = None if math.isnan(a.kappa) else a.kappa
+        if a.too_few:
+            out[judge] = JudgeTrust(judge, a.n, kappa, True, f"{a.n} grade(s), fewer than min_grades "
+                                                              f"{grading.min_grades}: trust not judged")
+            continue
+        verdict = trusted(a.kappa, grading.trust_kappa)
+        out[judge] = JudgeTrust(judge, a.n, kappa, verdict.trusted, f"{verdict.reason} ({a.n} grades)")
+    return out
+
+
+def calibrated_change(
+    base: pd.DataFrame,
+    cand: pd.DataFrame,
+    retriever: str,
+    k: int,
+    judge: str,
+    weights: Mapping[str, float],
+    grading: Grading,
+    alpha: float,
+) -> CalibratedChange | str:
+    """The cell's change on `judge` as the difference of the two runs' calibrated means (weighted like the paired
+    test), or why there is none."""
+    means = {}
+    for role, frame in (("base", base), ("candidate", cand)):
+        cell = frame[(frame["retriever"] == retriever) & (frame["k"] == k) & (frame["judge"] == judge)]
+        n = int(cell["grade"].notna().sum())
+        if n < grading.min_grades:
+            return (f"the {role} run has {n} grade(s) of {judge} in this cell, fewer than min_grades "
+                    f"{grading.min_grades}")
+        w = np.array([weights.get(q, 1.0) for q in cell["query_id"]])
+        # Scaled so that plain means are the weighted means, as the paired test's differences are.
+        scores = weighted_terms(cell["score"].to_numpy(dtype=float), w)
+        grades = weighted_terms(cell["grade"].to_numpy(dtype=float), w)
+        means[role] = calibrated_mean(scores, grades, alpha)
+    d = mean_difference(means["candidate"], means["base"], alpha)
+    if math.isnan(d.p_value):
+        return f"the calibrated difference of {judge} has no interval: a run has a single grade in this cell"
+    return CalibratedChange(means["base"], means["candidate"], float(d.estimate), float(d.low), float(d.high),
+                            float(d.p_value))
