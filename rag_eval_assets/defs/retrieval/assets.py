@@ -8,6 +8,7 @@ import dagster as dg
 import pandas as pd
 
 from rag_eval_assets.corpus.gold import resolve_gold, with_resolved_support_groups
+from rag_eval_assets.defs.cluster_resources import encode_op_tags
 from rag_eval_assets.defs.fingerprints import RETRIEVER_CONFIG
 from rag_eval_assets.defs.inputs.preflight import preflight
 from rag_eval_assets.defs.metadata import content_version, dataset_versions, preview, version_metadata
@@ -57,9 +58,9 @@ def _bm25_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
     return bm25_index
 
 
-def _dense_index_asset(need: IndexNeed) -> dg.AssetsDefinition:
+def _dense_index_asset(need: IndexNeed, op_tags: dict[str, str]) -> dg.AssetsDefinition:
     @dg.asset(key=[DENSE_INDEX, need.key], group_name="index", kinds={"pandas", "parquet", "pytorch"},
-              code_version="1", deps=[preflight])
+              code_version="1", deps=[preflight], op_tags=op_tags)
     def dense_index(
         context: dg.AssetExecutionContext, settings: RagEvalSettings, chunks: pd.DataFrame
     ) -> dg.Output[pd.DataFrame]:
@@ -155,7 +156,8 @@ def _sut_url(variant: Variant) -> str:
 def retrieval_defs(settings: Settings) -> dg.Definitions:
     retrievers = retriever_partitions(settings)
     needs = needs_of(settings.variants, settings.corpus.language)
-    index_assets = [(_bm25_index_asset if n.family == BM25_INDEX else _dense_index_asset)(n) for n in needs]
+    index_assets = [_bm25_index_asset(n) if n.family == BM25_INDEX
+                    else _dense_index_asset(n, encode_op_tags(settings, n.spec.device)) for n in needs]
     suts = own_answer_variants(settings.variants)
     ins = {_index_input(n): dg.AssetIn(key=dg.AssetKey(n.family) if n.family == BM25_INDEX
                                       else dg.AssetKey([n.family, n.key])) for n in needs}
