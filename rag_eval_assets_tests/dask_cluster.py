@@ -43,7 +43,8 @@ def _started(command: list[str], env: Mapping[str, str], log: Path) -> subproces
 
 
 @contextmanager
-def dask_cluster(directory: Path, env: Mapping[str, str], names: tuple[str, ...] = ("w1", "w2")) -> Iterator[DaskCluster]:
+def dask_cluster(directory: Path, env: Mapping[str, str],
+                 names: tuple[str, ...] = ("w1", "w2")) -> Iterator[DaskCluster]:
     """A scheduler on a free loopback port and one single-threaded worker per name (environment `env`: the workers
     rebuild Dagster jobs, so it names the configuration and the Dagster home); their logs in `directory`. Yields once
     every worker has registered with the scheduler."""
