@@ -1,8 +1,10 @@
 """The Dagster code location: `dagster dev -w workspace.yaml` and the `dg` CLI load `defs` from here; and the jobs
-built from it for other executors (`dask_job`), which their workers rebuild from here."""
+of it that `rag-eval run` and `execute_on_dask` execute out of this process (`code_location_job`, `dask_job`), which
+their workers rebuild from here."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -12,10 +14,11 @@ from rag_eval_assets.defs.automation import automation_defs
 from rag_eval_assets.defs.code_versions import with_code_versions
 from rag_eval_assets.defs.fingerprints import fingerprint_defs
 from rag_eval_assets.defs.inputs.definitions import inputs_defs
-from rag_eval_assets.defs.jobs import JOBS
+from rag_eval_assets.defs.jobs import JOBS, RunResult
 from rag_eval_assets.defs.report.assets import report_defs
 from rag_eval_assets.defs.resources import LLMResource, RagEvalSettings
 from rag_eval_assets.defs.retrieval.assets import retrieval_defs
+from rag_eval_assets.defs.staleness import Step
 from rag_eval_assets.defs.storage.parquet_io_manager import ParquetIOManagerResource
 from rag_eval_assets.redaction import install_log_redaction
 from rag_eval_assets.settings import Settings, default_config_path, load_settings
@@ -27,8 +30,16 @@ install_log_redaction()
 
 def build_defs(config_path: str | Path | None = None) -> dg.Definitions:
     settings = load_settings(config_path)
+    jobs, automation, executor = JOBS, automation_defs(settings), None
+    if settings.execution.dask is not None:
+        # dagster-dask and distributed only where the configuration asks for a cluster: every Dagster process
+        # imports this module.
+        from rag_eval_assets.defs.executors import jobs_on_cluster
+
+        jobs, automation, executor = jobs_on_cluster(settings.execution.dask, JOBS, automation)
     shared = dg.Definitions(
-        jobs=JOBS,
+        jobs=jobs,
+        executor=executor,
         resources={
             "settings": RagEvalSettings(config_path=str(settings.config_file)),
             "io_manager": ParquetIOManagerResource(base_path=settings.assets_dir),
@@ -40,7 +51,7 @@ def build_defs(config_path: str | Path | None = None) -> dg.Definitions:
     )
     # Each asset's code version takes in the settings it reads (defs/code_versions.py).
     versioned = dg.Definitions(assets=with_code_versions(domains.assets, settings), asset_checks=domains.asset_checks)
-    return dg.Definitions.merge(shared, versioned, automation_defs(settings))
+    return dg.Definitions.merge(shared, versioned, automation)
 
 
 def _llm_resource(settings: Settings) -> LLMResource:
@@ -48,6 +59,27 @@ def _llm_resource(settings: Settings) -> LLMResource:
     if settings.llm is not None and settings.llm.api_key_env:
         return LLMResource(api_key=dg.EnvVar(settings.llm.api_key_env))
     return LLMResource()
+
+
+def code_location_job(job_name: str, config_path: str) -> dg.JobDefinition:
+    """`job_name` of the code location built from `config_path`, with its own executor. Module level, with
+    JSON-serialisable arguments, because Dagster rebuilds the job from them in every worker of that executor."""
+    return build_defs(config_path).resolve_job_def(job_name)
+
+
+def cluster_runs(
+    config_path: Path, instance: dg.DagsterInstance
+) -> Callable[[Step, str, Mapping[str, str]], RunResult]:
+    """How `rag-eval run` executes a run of a job that execution.dask puts on the cluster (jobs.run_pipeline's
+    `on_cluster`): orchestrated from this process by the job's own executor, each step on a worker."""
+    from rag_eval_assets.defs.executors import execute_run_of
+
+    def execute(step: Step, run_id: str, tags: Mapping[str, str]) -> RunResult:
+        job = dg.build_reconstructable_job(__name__, code_location_job.__name__, (step.job, str(config_path)))
+        return execute_run_of(job, instance, partition_key=step.partition, asset_selection=step.assets,
+                              run_id=run_id, tags=tags)
+
+    return execute
 
 
 def dask_job(job_name: str, config_path: str) -> dg.JobDefinition:

@@ -1,10 +1,10 @@
 """The project configuration file (`rag_eval.yaml`) as one typed model: what corpus, evalset and grid a deployment
 evaluates.
 
-Each package keeps its own sections (corpus/, evalset/, generation/, llm/, retrieval/, runs/ and verdict/ settings.py);
-this module composes them with the sections that span packages (report, alerts). Relative paths are resolved
-against the directory of the configuration file, so the same file works from any working directory. Every problem
-is reported at once, naming the file and the dotted key.
+Each package keeps its own sections (corpus/, evalset/, generation/, llm/, retrieval/, runs/ and verdict/ settings.py;
+execution_settings.py); this module composes them with the sections that span packages (report, alerts). Relative
+paths are resolved against the directory of the configuration file, so the same file works from any working
+directory. Every problem is reported at once, naming the file and the dotted key.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from pydantic import (
 from rag_eval_assets.corpus.settings import ChunkingSettings, CorpusSettings
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.evalset.settings import DevSubsetSettings, EvalsetSettings
+from rag_eval_assets.execution_settings import ExecutionSettings
 from rag_eval_assets.generation.settings import AnsweringSettings, JudgeSettings, QueryGenerationSettings
 from rag_eval_assets.llm.settings import LLMSettings
 import rag_eval_assets.retrieval.kinds  # noqa: F401  registers the retriever kinds
@@ -98,6 +99,7 @@ class Settings(Section):
     report: ReportSettings = ReportSettings()
     alerts: AlertSettings | None = None
     retention: RetentionSettings = RetentionSettings()
+    execution: ExecutionSettings = ExecutionSettings()  # where the steps of the fanning-out jobs execute
     # data/runs/<run_id>/ (seed 002); a local directory even for remote storage
     runs_dir: ConfigPath = Field(None, validate_default=True)
 

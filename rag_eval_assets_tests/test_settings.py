@@ -331,3 +331,37 @@ def test_the_gate_names_only_retrievers_of_the_run(tmp_path):
         load_settings(_write(tmp_path, base + "report: {gate: {retrievers: [htp]}}\n"))
     assert {p.field: p.message for p in info.value.problems} == {
         "report.gate.retrievers": "names no retriever of this run: htp (retrievers: bm25, http)"}
+
+
+def test_execution_dask_takes_an_address_or_the_variable_holding_it(tmp_path, monkeypatch):
+    head = "corpus: {id: c, path: d}\nevalset: {name: e, path: q}\n"
+    assert load_settings(_write(tmp_path, head)).execution.dask is None
+    written = load_settings(_write(tmp_path, head + "execution: {dask: {address: 'tcp://10.0.0.5:8786'}}\n"))
+    assert written.execution.dask.scheduler_address() == "tcp://10.0.0.5:8786"
+    from_env = load_settings(
+        _write(tmp_path, head + "execution: {dask: {address_env: RAG_EVAL_DASK}}\n")).execution.dask
+    monkeypatch.delenv("RAG_EVAL_DASK", raising=False)
+    with pytest.raises(ValueError, match="execution.dask.address_env names RAG_EVAL_DASK, which is not set"):
+        from_env.scheduler_address()
+    monkeypatch.setenv("RAG_EVAL_DASK", "10.0.0.5:8786")
+    with pytest.raises(ValueError, match="whose value is not a dask scheduler address"):
+        from_env.scheduler_address()
+    monkeypatch.setenv("RAG_EVAL_DASK", "tls://10.0.0.5:8786")
+    assert from_env.scheduler_address() == "tls://10.0.0.5:8786"
+
+    for block, expected in (
+        ("{dask: {}}", {"execution.dask.address": "required: the scheduler's address (tcp://host:8786), or "
+                                                  "address_env naming the environment variable that holds it"}),
+        ("{dask: {address: '10.0.0.5:8786'}}",
+         {"execution.dask.address": "must be a dask scheduler address such as tcp://10.0.0.5:8786 (protocols: "
+                                    "tcp, tls, ucx, ws, wss, inproc)"}),
+        ("{dask: {address: 'tcp://h:1', address_env: X}}",
+         {"execution.dask.address_env": "give address or address_env, not both"}),
+        ("{dask: {address_env: 'not a name'}}",
+         {"execution.dask.address_env": "must be the name of an environment variable (letters, digits, _), "
+                                        "e.g. RAG_EVAL_DASK"}),
+        ("{dusk: {}}", {"execution.dusk": "unknown key; valid keys: dask"}),
+    ):
+        with pytest.raises(InputError) as info:
+            load_settings(_write(tmp_path, head + f"execution: {block}\n"))
+        assert {p.field: p.message for p in info.value.problems} == expected, block

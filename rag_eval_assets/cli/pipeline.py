@@ -129,13 +129,15 @@ def run_and_read(
 def _pipeline(defs, settings, instance, verbose: bool, force: bool) -> Outcome:
     """The jobs of the pipeline, their log in a file (and on the terminal with `verbose`); why a run failed on
     stderr, one line per reason, never a stack trace. With nothing to do, the run directory is the current one's."""
+    from rag_eval_assets.definitions import cluster_runs
     from rag_eval_assets.defs.run_events import execute_pipeline
     from rag_eval_assets.defs.run_log import RunLog
     from rag_eval_assets.runs.store import list_runs
 
     before = set(list_runs(settings.runs_dir))
     log = RunLog(settings.runs_dir, verbose)
-    executed = execute_pipeline(defs, settings, instance, log, force)
+    on_cluster = cluster_runs(settings.config_file, instance) if settings.execution.dask is not None else None
+    executed = execute_pipeline(defs, settings, instance, log, force, on_cluster)
     ok = executed.failed_run is None
     written = [path for path in list_runs(settings.runs_dir) if path not in before]
     for error in executed.errors:

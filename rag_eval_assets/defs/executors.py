@@ -1,11 +1,14 @@
 """Runs whose steps execute on an existing dask.distributed cluster, through dagster-dask.
 
-The code location's jobs keep their own executor (`rag-eval run` executes them in process, launched runs with the
-multiprocess executor); `definitions.execute_on_dask` runs one of them, typically one partition of a grid job, on a
-dask cluster instead, through `execute_job_on_dask`. Dask workers rebuild the job from `definitions.dask_job`, so
-each worker needs this package installed, RAG_EVAL_CONFIG pointing at the same rag_eval.yaml (importing the code
-location reads it), the corpus and evalset at the same paths, the storage, and the Dagster instance (workers write
-the step events to it).
+With rag_eval.yaml's `execution.dask`, the jobs that fan out (jobs.CLUSTER_JOBS: the inputs with their encode
+steps, the retrieval grid, the answer grid) are defined with `cluster_executor` (`jobs_on_cluster`), and so is the
+code location's default executor (the UI's Materialize runs the implicit asset job): every run of them executes its
+steps on the cluster, however it was launched (UI, schedule and sensors, `rag-eval run` through `execute_run_of`,
+`rag-eval backfill`, a re-execution). Without it the jobs keep their own executor, and `definitions.execute_on_dask`
+runs one of them on a cluster named in its run config instead. Dask workers rebuild the job from the run's code
+pointer, so each worker needs this package installed, RAG_EVAL_CONFIG pointing at the same rag_eval.yaml (importing
+the code location reads it), the corpus and evalset at the same paths, the storage, and the Dagster instance
+(workers write the step events to it).
 
 `dask_cluster_executor` takes dagster-dask's run config for an existing cluster and executes each step with
 dagster-dask's own worker function (`query_on_dask_worker`). It submits the steps itself because
@@ -18,18 +21,22 @@ dagster-dask's own worker function (`query_on_dask_worker`). It submits the step
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from dagster._core.errors import raise_execution_interrupts
+from dagster._core.execution.api import execute_run
 from dagster._core.execution.retries import RetryMode
 from dagster._utils import iterate_with_context
+from dagster_shared.record import replace
+from dagster_shared.utils.warnings import disable_dagster_warnings
 from dagster_dask.executor import get_dask_resource_requirements, query_on_dask_worker
 from distributed import Client, Future, as_completed
 
-from rag_eval_assets.defs.jobs import QUIET_CONSOLE
+from rag_eval_assets.defs.jobs import CLUSTER_JOBS, QUIET_CONSOLE
+from rag_eval_assets.execution_settings import DaskSettings
 
 if TYPE_CHECKING:
     from dagster._core.definitions.reconstruct import ReconstructableJob
@@ -115,18 +122,77 @@ def dask_run_config(scheduler_address: str) -> dict:
     return {"execution": {"config": {"cluster": {"existing": {"address": scheduler_address}}}}}
 
 
+def cluster_executor(dask: DaskSettings) -> dg.ExecutorDefinition:
+    """The executor of the cluster `dask` names. Its address is read when a run starts, in the process that
+    orchestrates it: not run config, which every worker resolves again (an `address_env` would be needed there)."""
+
+    @dg.executor(name="dask", requirements=dg.multiple_process_executor_requirements())
+    def dask_from_settings(init_context: dg.InitExecutorContext) -> DaskClusterExecutor:
+        """Each step of a run executes as one task on the dask.distributed scheduler of rag_eval.yaml's
+        execution.dask."""
+        return DaskClusterExecutor(dask.scheduler_address())
+
+    return dask_from_settings
+
+
+def jobs_on_cluster(
+    dask: DaskSettings, jobs: Sequence[dg.UnresolvedAssetJobDefinition], automation: dg.Definitions
+) -> tuple[list[dg.UnresolvedAssetJobDefinition], dg.Definitions, dg.ExecutorDefinition]:
+    """`jobs`, those of CLUSTER_JOBS on the cluster of `dask`; `automation` with its schedules and sensors aimed at
+    those (Dagster would otherwise take a schedule's own job of the same name for the code location's); and the
+    cluster's executor, for the code location's default."""
+    executor = cluster_executor(dask)
+    moved = {job.name: replace(job, executor_def=executor) for job in jobs if job.name in CLUSTER_JOBS}
+
+    def aimed(targets: Sequence) -> list:
+        return [moved.get(target.job_def.name, target.job_def) for target in targets]
+
+    schedules = [schedule.with_updated_job(*aimed([schedule.target])) if schedule.job_name in moved else schedule
+                 for schedule in automation.schedules or ()]
+    # Copying a sensor passes its `owners` on, which Dagster warns about (a beta parameter) in every process.
+    with disable_dagster_warnings():
+        sensors = [sensor.with_updated_jobs(aimed(sensor.targets))
+                   if any(t.has_job_def and t.job_def.name in moved for t in sensor.targets) else sensor
+                   for sensor in automation.sensors or ()]
+    return ([moved.get(job.name, job) for job in jobs], dg.Definitions(schedules=schedules, sensors=sensors),
+            executor)
+
+
+def execute_run_of(
+    job: ReconstructableJob,
+    instance: dg.DagsterInstance,
+    *,
+    partition_key: str | None = None,
+    asset_selection: Sequence[dg.AssetKey] | None = None,
+    run_id: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    run_config: Mapping[str, Any] = QUIET_CONSOLE,
+) -> dg.JobExecutionResult:
+    """One run of `job` (of its partition `partition_key`, of `asset_selection`; as run `run_id` when given) by the
+    job's own executor, from this process: on a cluster, each step is executed by a worker, which rebuilds the job
+    from `job`'s pointer. `instance` must be persistent and reachable from the workers. An unknown partition is
+    refused before any run is created."""
+    job_def = job.get_definition()
+    run_tags = {**job_def.run_tags, **(tags or {})}
+    if partition_key is not None:
+        if job_def.partitions_def is None or not job_def.partitions_def.has_partition_key(partition_key):
+            raise dg.DagsterUnknownPartitionError(f"{job_def.name} has no partition {partition_key!r}")
+        run_tags.update(job_def.get_tags_for_partition_key(partition_key, None))
+    run = instance.create_run_for_job(
+        job_def=job_def, run_id=run_id, run_config=run_config, tags=run_tags, job_code_origin=job.get_python_origin(),
+        asset_selection=frozenset(asset_selection) if asset_selection else None,
+    )
+    return execute_run(job, run, instance)
+
+
 def execute_job_on_dask(
     job: ReconstructableJob,
     scheduler_address: str,
     instance: dg.DagsterInstance,
     partition_key: str | None = None,
 ) -> dg.JobExecutionResult:
-    """One run of `job` (of its partition `partition_key`), each step executed by a worker of the cluster, which
-    rebuilds the job from `job`'s pointer. `instance` must be persistent and reachable from the workers."""
-    tags = None
-    if partition_key is not None:
-        job_def = job.get_definition()
-        if job_def.partitions_def is None or not job_def.partitions_def.has_partition_key(partition_key):
-            raise dg.DagsterUnknownPartitionError(f"{job_def.name} has no partition {partition_key!r}")
-        tags = job_def.get_tags_for_partition_key(partition_key, None)
-    return dg.execute_job(job, instance, run_config={**QUIET_CONSOLE, **dask_run_config(scheduler_address)}, tags=tags)
+    """One run of `job` (of its partition `partition_key`), each step executed by a worker of the cluster at
+    `scheduler_address`, which rebuilds the job from `job`'s pointer. `instance` must be persistent and reachable
+    from the workers."""
+    return execute_run_of(job, instance, partition_key=partition_key,
+                          run_config={**QUIET_CONSOLE, **dask_run_config(scheduler_address)})

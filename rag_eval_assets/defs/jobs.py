@@ -29,6 +29,11 @@ GRID_JOB = "retrieval_grid_job"
 ANSWER_GRID_JOB = "answer_grid_job"
 METRICS_JOB = "metrics_job"
 
+# The jobs that fan out, whose steps execute on the cluster of rag_eval.yaml's execution.dask (defs/executors.py):
+# the inputs (the encode steps of dense_index), the retrieval grid, the answer grid. The services under test, the
+# metrics and the run directory stay on the host.
+CLUSTER_JOBS = (INPUTS_JOB, GRID_JOB, ANSWER_GRID_JOB)
+
 # Two steps at a time within a run: the default machine has two cores (the run queue allows two runs).
 BOUNDED = dg.multiprocess_executor.configured({"max_concurrent": 2})
 
@@ -54,13 +59,15 @@ inputs_job, sut_job, retrieval_grid_job, answer_grid_job, metrics_job = JOBS = [
 # The full event log stays in the instance (and the UI, and rag-eval's log file); the terminal is the caller's, which
 # says why a run failed (Dagster's console printed each failed step's stack trace twice).
 QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+# A run executed in this process, or by its job's executor (on the cluster).
+RunResult = dg.ExecuteInProcessResult | dg.JobExecutionResult
 
 
 @dataclass(frozen=True)
 class StepOutcome:
     job: str
     partition: str | None
-    result: dg.ExecuteInProcessResult
+    result: RunResult
 
 
 def pipeline_stages(settings: Settings) -> list[Stage]:
@@ -92,11 +99,13 @@ def run_pipeline(
     tags: Mapping[str, str] | None = None,
     around: Callable[[str], AbstractContextManager] = lambda run_id: nullcontext(),
     force: bool = False,
+    on_cluster: Callable[[Step, str, Mapping[str, str]], RunResult] | None = None,
 ) -> Iterator[StepOutcome]:
     """In this process, stage by stage, the runs that materialize what is missing or stale (Planner.next_steps),
     asking again after each wave until nothing is; `force`: every asset of every stage, once. Stops at the first
-    failed run. Each run gets `tags` and the pipeline's PIPELINE_TAG, and executes inside `around(run_id)`. When
-    every run succeeded, the tables commit."""
+    failed run. Each run gets `tags` and the pipeline's PIPELINE_TAG, and executes inside `around(run_id)`; a run
+    of CLUSTER_JOBS through `on_cluster(step, run_id, tags)` when given (execution.dask: definitions.py's
+    cluster_runs), whose executor sends its steps to the cluster. When every run succeeded, the tables commit."""
     pipeline = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     tags = {**(tags or {}), PIPELINE_TAG: pipeline}
     asset_graph = defs.resolve_asset_graph()
@@ -111,10 +120,13 @@ def run_pipeline(
         for step in steps:
             run_id = str(uuid.uuid4())
             with around(run_id):
-                result = defs.resolve_job_def(step.job).execute_in_process(
-                    instance=instance, partition_key=step.partition, asset_selection=list(step.assets),
-                    raise_on_error=False, run_config=QUIET_CONSOLE, run_id=run_id, tags=tags,
-                )
+                if on_cluster is not None and step.job in CLUSTER_JOBS:
+                    result = on_cluster(step, run_id, tags)
+                else:
+                    result = defs.resolve_job_def(step.job).execute_in_process(
+                        instance=instance, partition_key=step.partition, asset_selection=list(step.assets),
+                        raise_on_error=False, run_config=QUIET_CONSOLE, run_id=run_id, tags=tags,
+                    )
             yield StepOutcome(step.job, step.partition, result)
             if not result.success:
                 return

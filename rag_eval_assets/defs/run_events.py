@@ -4,15 +4,16 @@ then one line per asset (and partition): materialized with its row count, up to 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import dagster as dg
 
 from rag_eval_assets.credentials import CredentialError
-from rag_eval_assets.defs.jobs import pipeline_stages, run_pipeline
+from rag_eval_assets.defs.jobs import RunResult, pipeline_stages, run_pipeline
 from rag_eval_assets.defs.run_guard import own_tags, recover_dead_runs, watching
 from rag_eval_assets.defs.run_log import RunLog
-from rag_eval_assets.defs.staleness import Planner
+from rag_eval_assets.defs.staleness import Planner, Step
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.redaction import redact_text
 from rag_eval_assets.settings import Settings
@@ -26,10 +27,12 @@ class Executed:
 
 
 def execute_pipeline(
-    defs: dg.Definitions, settings: Settings, instance: dg.DagsterInstance, log: RunLog, force: bool
+    defs: dg.Definitions, settings: Settings, instance: dg.DagsterInstance, log: RunLog, force: bool,
+    on_cluster: Callable[[Step, str, Mapping[str, str]], RunResult] | None = None,
 ) -> Executed:
-    """Materialize what is missing or stale through the jobs (everything with `force`), saying each run's outcome
-    as it ends; then print the state of every asset (and partition)."""
+    """Materialize what is missing or stale through the jobs (everything with `force`; the fanning-out ones through
+    `on_cluster`, see run_pipeline), saying each run's outcome as it ends; then print the state of every asset (and
+    partition)."""
     errors: list[str] = []
     failed_run = None
     input_error = False
@@ -46,7 +49,8 @@ def execute_pipeline(
             return watching(instance, run_id, say)
 
         materialized: dict[tuple, str] = {}
-        for step in run_pipeline(defs, settings, instance, tags=own_tags(), around=around, force=force):
+        for step in run_pipeline(defs, settings, instance, tags=own_tags(), around=around, force=force,
+                                 on_cluster=on_cluster):
             label = step.job + (f" [{step.partition}]" if step.partition else "")
             print(f"{label}: {'succeeded' if step.result.success else 'FAILED'} (run {step.result.run_id})")
             materialized.update(_materialized(step.result))
@@ -65,7 +69,7 @@ def execute_pipeline(
     return Executed(failed_run, errors, input_error)
 
 
-def _materialized(result: dg.ExecuteInProcessResult) -> dict[tuple, str]:
+def _materialized(result: RunResult) -> dict[tuple, str]:
     """(asset key, partition): 'materialized' with the row count, when the asset gives one."""
     out = {}
     for event in result.get_asset_materialization_events():
@@ -75,7 +79,7 @@ def _materialized(result: dg.ExecuteInProcessResult) -> dict[tuple, str]:
     return out
 
 
-def _checks(result: dg.ExecuteInProcessResult) -> list[str]:
+def _checks(result: RunResult) -> list[str]:
     """Print each check's outcome; why each failed one failed."""
     failed = []
     for check in result.get_asset_check_evaluations():
@@ -86,7 +90,7 @@ def _checks(result: dg.ExecuteInProcessResult) -> list[str]:
     return failed
 
 
-def _step_errors(result: dg.ExecuteInProcessResult, failed_checks: list[str]) -> tuple[list[str], bool]:
+def _step_errors(result: RunResult, failed_checks: list[str]) -> tuple[list[str], bool]:
     """One line per failed step (none for a blocking check that failed: its line says why), and whether an input
     error was among them."""
     errors = []

@@ -58,6 +58,9 @@ class IndexFamily:
     # marks it stale when they change); None: the key names everything.
     reads: Callable[[IndexNeed], Any] | None = None
     asset_kinds: frozenset[str] = frozenset({"pandas", "parquet"})  # the tags the asset shows
+    # The device an index of the need is encoded on (a step on cuda asks a dask cluster for a GPU worker); None: the
+    # family builds on the CPU.
+    device: Callable[[IndexNeed], str] | None = None
 
     def asset_key(self, need: IndexNeed) -> tuple[str, ...]:
         return (self.name, need.key) if self.keyed else (self.name,)

@@ -6,6 +6,7 @@ import dagster as dg
 import pandas as pd
 
 from rag_eval_assets.corpus.gold import resolve_gold, with_resolved_support_groups
+from rag_eval_assets.defs.cluster_resources import encode_op_tags
 from rag_eval_assets.defs.code_versions import with_settings_read
 from rag_eval_assets.defs.fingerprints import RETRIEVER_CONFIG
 from rag_eval_assets.defs.inputs.preflight import preflight
@@ -31,13 +32,14 @@ from rag_eval_assets.settings import Settings
 DOC_LEVEL_CHUNK_FACTOR = 5
 
 
-def _index_asset(need: IndexNeed) -> dg.AssetsDefinition:
-    """The asset of one index need, from its family's hooks: built from the chunks, stored as its table."""
+def _index_asset(need: IndexNeed, op_tags: dict[str, str]) -> dg.AssetsDefinition:
+    """The asset of one index need, from its family's hooks: built from the chunks, stored as its table; `op_tags`
+    what its step asks of a dask worker (a GPU for an encoder on cuda)."""
     family = need.family
     code_version = "1" if family.reads is None else with_settings_read("1", family.reads(need))
 
     @dg.asset(key=list(family.asset_key(need)), group_name="index", kinds=set(family.asset_kinds),
-              description=family.description, code_version=code_version, deps=[preflight])
+              description=family.description, code_version=code_version, deps=[preflight], op_tags=op_tags)
     def index(
         context: dg.AssetExecutionContext, settings: RagEvalSettings, chunks: pd.DataFrame
     ) -> dg.Output[pd.DataFrame]:
@@ -96,7 +98,8 @@ def _sut_url(variant: Variant) -> str:
 def retrieval_defs(settings: Settings) -> dg.Definitions:
     retrievers = retriever_partitions(settings)
     needs = needs_of(settings.variants, settings.corpus.language)
-    index_assets = [_index_asset(n) for n in needs]
+    index_assets = [_index_asset(n, encode_op_tags(settings, n.family.device(n)) if n.family.device else {})
+                    for n in needs]
     suts = own_answer_variants(settings.variants)
     ins = {n.family.input_name(n): dg.AssetIn(key=dg.AssetKey(list(n.family.asset_key(n)))) for n in needs}
     sut_assets = []

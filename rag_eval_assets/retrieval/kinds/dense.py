@@ -86,6 +86,7 @@ DENSE_INDEX = IndexFamily(
     version=lambda need: {"embedding_model": need.key},
     keyed=True,
     asset_kinds=frozenset({"pandas", "parquet", "pytorch"}),
+    device=lambda need: need.spec.device,
 )
 
 

@@ -1,0 +1,247 @@
+"""The jobs that fan out on a real Dask cluster from rag_eval.yaml's `execution.dask` alone: a `dask scheduler` and two
+`dask worker` processes started from their command line on loopback, `dagster dev` (webserver and daemon) on the
+same configuration. `rag-eval run`, a `rag-eval backfill` the daemon runs, a materialization and its re-execution
+launched through the webserver's GraphQL API all execute their steps on the workers (which worker ran which step is
+read from the scheduler, and printed); a worker killed while its step runs has that step run again on the other.
+
+The tests share one cluster and server and run in file order: the last one kills a worker."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+
+import dagster as dg
+import pytest
+
+from rag_eval_assets.definitions import build_defs
+from rag_eval_assets.defs.cluster_resources import RESOURCE_REQUIREMENTS_TAG
+from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, CLUSTER_JOBS, GRID_JOB, METRICS_JOB
+from rag_eval_assets_tests.dagster_server import BIN, dagster_env, graphql, running_server, wait_for_asset_keys
+from rag_eval_assets_tests.dask_cluster import DaskCluster, dask_cluster, steps_by_worker
+from rag_eval_assets_tests.llm_fault_server import llm_fault_server, schema_reply
+from rag_eval_assets_tests.sample_config import write_sample_config
+from rag_eval_assets_tests.stored_tables import stored_table
+from rag_eval_assets_tests.waiting import IDLE_S, run_to_end, wait_for
+
+ADDRESS_ENV = "RAG_EVAL_DASK"
+TERMINAL = ("SUCCESS", "FAILURE", "CANCELED")
+LAUNCH = """mutation($params: ExecutionParams!) { launchRun(executionParams: $params) {
+  __typename ... on LaunchRunSuccess { run { runId } } ... on PythonError { message }
+  ... on RunConfigValidationInvalid { errors { message } } } }"""
+REEXECUTE = """mutation($parent: String!) {
+  launchRunReexecution(reexecutionParams: {parentRunId: $parent, strategy: ALL_STEPS}) {
+  __typename ... on LaunchRunSuccess { run { runId } } ... on PythonError { message } } }"""
+RUN = """query($runId: ID!) { runOrError(runId: $runId) { ... on Run { status jobName } } }"""
+REPOSITORY = "{ repositoriesOrError { ... on RepositoryConnection { nodes { name location { name } } } } }"
+
+
+class LLMGate:
+    """The LLM server's responder: valid replies, except that once armed, the first request waits for `release`
+    (the step that sent it is running: the moment to kill its worker)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.armed = False
+        self.held = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, body):
+        with self.lock:
+            hold = self.armed and not self.held.is_set()
+            if hold:
+                self.held.set()
+        if hold:
+            self.release.wait(IDLE_S)
+        return schema_reply(body)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory) -> Iterator[dict]:
+    tmp = tmp_path_factory.mktemp("dask_from_config")
+    gate = LLMGate()
+    with llm_fault_server(responder=gate) as llm:
+        config = write_sample_config(
+            tmp,
+            "retrievers: [bm25]\nk_values: [1, 3]\n"
+            "answering: {k_values: [1, 2], answerer: llm}\njudge: {enabled: false}\n"
+            f"llm: {{base_url: '{llm.base_url}', model: m}}\n"
+            f"execution: {{dask: {{address_env: {ADDRESS_ENV}}}}}\n",
+        )
+        env = dagster_env(tmp / "home", config)
+        with dask_cluster(tmp / "dask", env) as cluster:
+            env[ADDRESS_ENV] = cluster.address
+            command = [str(BIN / "dagster"), "dev", "-w", "workspace.yaml"]
+            with running_server(command, env, tmp / "dagster.log") as url:
+                assert wait_for_asset_keys(url), "the code location did not load"
+                yield {"tmp": tmp, "config": config, "env": env, "cluster": cluster, "url": url, "gate": gate,
+                       "names": cluster.worker_names()}
+
+
+def _instance(stack: dict) -> dg.DagsterInstance:
+    return dg.DagsterInstance.from_config(str(stack["tmp"] / "home"))
+
+
+def _succeeded_steps(instance: dg.DagsterInstance, run_id: str) -> set[str]:
+    return {e.dagster_event.step_key for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_SUCCESS)}
+
+
+def _label(run: dg.DagsterRun) -> str:
+    partition = run.tags.get("dagster/partition")
+    return run.job_name + (f"[{partition}]" if partition else "")
+
+
+def _show_steps_by_worker(stack: dict, what: str, runs: list[dg.DagsterRun]) -> dict[str, set[tuple[str, str]]]:
+    """Print which worker ran which step of `runs` (from the scheduler) and return it: worker -> {(run id, step)}."""
+    by_id = {run.run_id: run for run in runs}
+    listing = {worker: [(job, step, run_id) for job, step, run_id in steps if run_id in by_id]
+               for worker, steps in steps_by_worker(stack["cluster"], stack["names"]).items()}
+    print(f"\nper-worker steps of {what}, from the scheduler's task stream:")
+    for worker in sorted(listing):
+        for _, step, run_id in listing[worker]:
+            print(f"  {worker}  {_label(by_id[run_id]):<28} {step:<24} run {run_id[:8]}")
+    return {worker: {(run_id, step) for _, step, run_id in steps} for worker, steps in listing.items() if steps}
+
+
+def _assert_every_step_ran_on_a_worker(stack: dict, what: str, runs: list[dg.DagsterRun]) -> None:
+    ran = _show_steps_by_worker(stack, what, runs)
+    assert set(ran) <= {"w1", "w2"}
+    with _instance(stack) as instance:
+        expected = {(run.run_id, step) for run in runs for step in _succeeded_steps(instance, run.run_id)}
+    assert expected and set().union(*ran.values()) == expected
+
+
+def _launch(url: str, job: str, tags: dict[str, str], assets: list[str] | None = None) -> str:
+    [repository] = graphql(url, REPOSITORY)["repositoriesOrError"]["nodes"]
+    selector = {"repositoryLocationName": repository["location"]["name"], "repositoryName": repository["name"],
+                "pipelineName": job}
+    if assets is not None:
+        selector |= {"assetSelection": [{"path": [a]} for a in assets], "assetCheckSelection": []}
+    params = {"selector": selector, "runConfigData": "{}",
+              "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]}}
+    launched = graphql(url, LAUNCH, {"params": params})["launchRun"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    return launched["run"]["runId"]
+
+
+def _finished(stack: dict, run_id: str) -> str:
+    """The run's terminal status, waited for as long as the run makes progress (never for a hung run)."""
+
+    def terminal() -> str | None:
+        status = graphql(stack["url"], RUN, {"runId": run_id})["runOrError"]["status"]
+        return status if status in TERMINAL else None
+
+    return wait_for(terminal, f"run {run_id} to end", stack["tmp"])
+
+
+def test_encode_steps_ask_for_a_gpu_worker_when_the_device_is_cuda(tmp_path):
+    cluster = "execution: {dask: {address: 'tcp://10.0.0.5:8786'}}\n"
+    found = {}
+    for name, device, extra in (("cuda on a cluster", "cuda", cluster), ("cuda, no cluster", "cuda", ""),
+                                ("cpu on a cluster", "cpu", cluster)):
+        directory = tmp_path / str(len(found))
+        directory.mkdir()
+        defs = build_defs(write_sample_config(
+            directory, f"retrievers: [bm25, dense]\nretrieval: {{dense: {{device: {device}}}}}\n" + extra))
+        [dense_index] = [k for k in defs.resolve_asset_graph().get_all_asset_keys() if k.path[0] == "dense_index"]
+        executors = {job: defs.resolve_job_def(job).executor_def.name
+                     for job in (*CLUSTER_JOBS, METRICS_JOB, "__ASSET_JOB")}
+        found[name] = (defs.resolve_assets_def(dense_index).op.tags.get(RESOURCE_REQUIREMENTS_TAG), executors)
+    on_cluster = {**dict.fromkeys(CLUSTER_JOBS, "dask"), METRICS_JOB: "multiprocess", "__ASSET_JOB": "dask"}
+    assert found == {
+        "cuda on a cluster": ('{"GPU": 1}', on_cluster),
+        # Dagster's own default for the implicit asset job, as before.
+        "cuda, no cluster": (None, {**dict.fromkeys(CLUSTER_JOBS, "multiprocess"), METRICS_JOB: "multiprocess",
+                                    "__ASSET_JOB": "multi_or_in_process_executor"}),
+        "cpu on a cluster": (None, on_cluster),
+    }
+
+
+def test_rag_eval_run_executes_the_fanning_out_jobs_on_the_workers(stack):
+    done = run_to_end([str(BIN / "rag-eval"), "--config", str(stack["config"]), "run"], cwd=stack["tmp"],
+                      env=stack["env"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    with _instance(stack) as instance:
+        runs = instance.get_runs()
+    assert {run.job_name for run in runs} == {*CLUSTER_JOBS, METRICS_JOB}
+    assert all(run.status == dg.DagsterRunStatus.SUCCESS for run in runs)
+    _assert_every_step_ran_on_a_worker(stack, "`rag-eval run`", [r for r in runs if r.job_name in CLUSTER_JOBS])
+    # The metrics and the run directory stay on the host: no task of the metrics run reached the scheduler.
+    [metrics] = [r for r in runs if r.job_name == METRICS_JOB]
+    assert not _show_steps_by_worker(stack, "the metrics run", [metrics])
+
+
+def test_a_backfill_from_the_cli_runs_on_the_workers(stack):
+    done = run_to_end([str(BIN / "rag-eval"), "--config", str(stack["config"]), "backfill", "--retriever", "bm25"],
+                      cwd=stack["tmp"], env=stack["env"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    with _instance(stack) as instance:
+        [backfill] = instance.get_backfills()
+
+        def runs() -> list[dg.DagsterRun] | None:
+            found = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill.backfill_id}))
+            return found if len(found) == 2 and all(r.is_finished for r in found) else None
+
+        backfill_runs = wait_for(runs, "the backfill's two runs to end", stack["tmp"])
+    assert {r.tags["dagster/partition"]: r.status for r in backfill_runs} == {
+        "1|bm25": dg.DagsterRunStatus.SUCCESS, "2|bm25": dg.DagsterRunStatus.SUCCESS}
+    _assert_every_step_ran_on_a_worker(stack, "`rag-eval backfill --retriever bm25`", backfill_runs)
+
+
+def test_a_materialization_and_its_reexecution_from_graphql_run_on_the_workers(stack):
+    # What the UI's Materialize sends for one partition of an asset: the implicit asset job with that asset.
+    first = _launch(stack["url"], "__ASSET_JOB", {"dagster/partition": "bm25"}, ["retrieval_results"])
+    assert _finished(stack, first) == "SUCCESS"
+    again = graphql(stack["url"], REEXECUTE, {"parent": first})["launchRunReexecution"]
+    assert again["__typename"] == "LaunchRunSuccess", again
+    second = again["run"]["runId"]
+    assert _finished(stack, second) == "SUCCESS"
+    with _instance(stack) as instance:
+        runs = [instance.get_run_by_id(first), instance.get_run_by_id(second)]
+        assert [_succeeded_steps(instance, run.run_id) for run in runs] == [{"retrieval_results"}] * 2
+    assert runs[1].parent_run_id == first
+    _assert_every_step_ran_on_a_worker(stack, "a GraphQL materialization and its re-execution", runs)
+
+
+def test_a_killed_workers_step_runs_again_on_the_other_worker(stack):
+    cluster: DaskCluster = stack["cluster"]
+    gate: LLMGate = stack["gate"]
+    # The answers were cached by the runs above: without its cache the step asks the LLM server, which holds it.
+    for cached in (stack["tmp"] / "store" / "cache").glob("llm.sqlite*"):
+        cached.unlink()
+    gate.armed = True
+    run_id = _launch(stack["url"], ANSWER_GRID_JOB,
+                     {"dagster/partition": "1|bm25", "dagster/partition/k": "1", "dagster/partition/retriever": "bm25"})
+    wait_for(gate.held.is_set, "the answers step to call the LLM", stack["tmp"])
+    key = f"{ANSWER_GRID_JOB}.answers.{run_id}"
+
+    def worker_running_it() -> str | None:
+        return next((address for address, keys in cluster.client.processing().items() if key in keys), None)
+
+    address = wait_for(worker_running_it, "the scheduler to show the step's worker", stack["tmp"])
+    killed = stack["names"][address]
+    os.killpg(cluster.workers[killed].pid, signal.SIGKILL)
+    cluster.workers[killed].wait()
+    gate.release.set()
+
+    status = _finished(stack, run_id)
+    with _instance(stack) as instance:
+        run = instance.get_run_by_id(run_id)
+        succeeded = _succeeded_steps(instance, run_id)
+        starts = [e.dagster_event for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_START)
+                  if e.dagster_event.step_key == "answers"]
+        messages = [e.message or "" for e in instance.all_logs(run_id)]
+    ran = _show_steps_by_worker(stack, f"the run whose worker {killed} was killed", [run])
+    print(f"  ({killed} was killed while it ran answers of run {run_id[:8]}; the run ended {status})")
+    if status == "SUCCESS":
+        [other] = {"w1", "w2"} - {killed}
+        assert "answers" in succeeded and ran == {other: {(run_id, step) for step in succeeded}}
+        assert len(starts) == 2 and starts[0].pid != starts[1].pid  # started on the killed worker, then again
+        assets = stack["tmp"] / "store" / "assets"
+        answers = stored_table(assets, "answers/retriever=bm25/k=1")
+        assert sorted(answers["query_id"]) == sorted(stored_table(assets, "evalset")["id"])
+    else:
+        assert status == "FAILURE" and any("KilledWorker" in m or "died" in m for m in messages), messages
+
