@@ -19,6 +19,7 @@ from rag_eval_assets.runs.store import Run
 from rag_eval_assets.verdict.compare import BETTER, CALIBRATED, NO_CHANGE, PAIRED, WORSE, compare_runs
 from rag_eval_assets.verdict.corrections import corrected
 from rag_eval_assets.verdict.judged import Grading
+from rag_eval_assets.verdict.ranking import rank_retrievers
 from rag_eval_assets.verdict.settings import GateSettings
 from rag_eval_assets_tests.test_verdict_compare import config
 
@@ -218,3 +219,12 @@ def test_a_trusted_judge_keeps_its_metric(tmp_path: Path) -> None:
     assert [(j.judge, j.n, j.trusted) for j in c.judges] == [("correctness", 30, True)]
     assert c.judges[0].reason == f"trusted: kappa {a.kappa:.2f} >= 0.4 (30 grades)"
     assert "not used" not in format_comparison(c)
+
+
+def test_the_ranking_passes_over_an_untrusted_judge_as_the_gate_does(tmp_path: Path) -> None:
+    untrusted = np.random.default_rng(8).choice(6, size=N)
+    _, cand, grading = trust_runs(tmp_path, untrusted)
+    assert [r.metric for r in rank_retrievers(cand, grading=grading, n_perm=200)] == ["json_v2_score"]
+    assert [r.metric for r in rank_retrievers(cand, n_perm=200)] == ["correctness"]  # no grades: nothing against it
+    _, cand, grading = trust_runs(tmp_path / "trusted", SCORES.copy())
+    assert [r.metric for r in rank_retrievers(cand, grading=grading, n_perm=200)] == ["correctness"]

@@ -40,7 +40,7 @@ def write_run(
             comparison = compare_runs(previous_run, run, gate, grading=grading)
             files[COMPARISON_JSON] = json_text({**comparison.as_json(), "baseline": dict(baseline_policy or {})})
             files[COMPARISON_MD] = comparison_markdown(comparison)
-        ranked = rank_retrievers(run, gate)
+        ranked = rank_retrievers(run, gate, grading=grading)
         if rankings is not None:
             rankings[:] = ranked
         files[SUMMARY_FILE] = summary_markdown(run, description, previous_run, ranked, comparison)

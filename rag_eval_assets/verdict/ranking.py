@@ -12,6 +12,7 @@ from rag_eval_assets.metrics.stats import bootstrap_ci
 from rag_eval_assets.runs.store import Run
 from rag_eval_assets.verdict.corrections import corrected
 from rag_eval_assets.verdict.gate import choose_metric, per_question_name, weighted_terms
+from rag_eval_assets.verdict.judged import Grading, graded_frame, judge_trust
 from rag_eval_assets.verdict.paired import paired_test
 from rag_eval_assets.verdict.settings import GateSettings
 from rag_eval_assets.verdict.text import interval_text, signed
@@ -67,8 +68,13 @@ class KRanking:
         )
 
 
-def rank_retrievers(run: Run, gate: GateSettings = GateSettings(), *, n_perm: int = 10000) -> list[KRanking]:
-    """One KRanking per k at which some metric has a value for every retriever of the run."""
+def rank_retrievers(run: Run, gate: GateSettings = GateSettings(), *, grading: Grading | None = None,
+                    n_perm: int = 10000) -> list[KRanking]:
+    """One KRanking per k at which some metric has a value for every retriever of the run. A judge metric whose
+    judge the person's grades do not trust (verdict/judged.py) is passed over, as the gate passes it over."""
+    untrusted = set()
+    if grading is not None and grading.grades:
+        untrusted = {name for name, j in judge_trust(graded_frame(run, grading), grading).items() if not j.trusted}
     per_query = run.per_query_frame()
     per_query = per_query[per_query["value"].notna()]
     weights = {row["query_id"]: float(row.get("weight") or 1.0) for row in run.results}
@@ -76,7 +82,7 @@ def rank_retrievers(run: Run, gate: GateSettings = GateSettings(), *, n_perm: in
     for k, at_k in per_query.groupby("k", sort=True):
         retrievers = sorted(at_k["retriever"].unique())
         shared = set.intersection(*(set(g["metric"]) for _, g in at_k.groupby("retriever")))
-        metric = choose_metric(shared, gate)
+        metric = choose_metric(shared, gate, untrusted)
         if metric is None:
             continue
         rows = at_k[at_k["metric"] == per_question_name(metric)]
