@@ -46,10 +46,6 @@ def _last_2am_utc() -> str:
     return (tick if tick <= now else tick - timedelta(days=1)).strftime("%Y-%m-%d")
 
 
-XX(instance: dg.DagsterInstance, night: str) -> list[dg.DagsterRun]:
-    return list(instance.get_runs(filters=dg.RunsFilter(tags={NIGHT_TAG: night})))
-
-
 def _wait(what: str, until, instance: dg.DagsterInstance, night: str, timeout: float, poll: float = 0.2):
     deadline = time.monotonic() + timeout
     while True:
