@@ -39,6 +39,15 @@ def test_schedule_asks_for_one_inputs_run_per_night(tmp_path):
     assert defs.resolve_schedule_def("nightly_benchmark").cron_schedule == "0 2 * * *"
 
 
+def test_a_night_request_names_every_check_of_its_assets(tmp_path):
+    # Named, not left to the launcher: the UI's "Launch all & commit tick result" sends only the checks a request names.
+    defs = build_defs(write_sample_config(tmp_path, "retrievers: [bm25]\n"))
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
+        first = _start_night(defs, instance, 22)
+    assert [k.to_user_string() for k in first.asset_check_keys] == [
+        "chunks:chunks_schema", "evalset:frozen_version_unchanged", "gold_labels:gold_resolves"]
+
+
 def _requests(defs: dg.Definitions, instance: dg.DagsterInstance) -> list[dg.RunRequest]:
     sensor = defs.resolve_sensor_def("nightly_progress")
     with dg.build_sensor_context(instance=instance, definitions=defs) as context:

@@ -136,7 +136,7 @@ COMMANDS = {
     "run": [], "evaluate": ["--corpus", "c", "--evalset", "e", "--out", "o"],
     "score": ["--evalset", "e", "--answers", "a", "--out", "o"], "compare": ["--base", "b", "--cand", "c"],
     "history": [], "baseline accept": ["RUN"], "baseline show": [], "benchmark": ["--config-file", "b", "--out", "o"],
-    "backfill": [], "label": ["--evalset", "e"],
+    "backfill": [], "nightly": [], "label": ["--evalset", "e"],
 }
 
 

@@ -8,12 +8,9 @@ day, so the daemon finds the last 02:00 UTC tick missed and catches up on it, as
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -25,43 +22,13 @@ import dagster as dg
 from dagster._core.definitions.run_request import InstigatorType
 from dagster._core.scheduler.instigation import ScheduleInstigatorData
 
-from rag_eval_assets.defs.automation import NIGHT_TAG
 from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, METRICS_JOB, pipeline_stages
 from rag_eval_assets.reports.html import REPORT_FILE
 from rag_eval_assets.settings import load_settings
-from rag_eval_assets_tests.dagster_server import free_port, stop_group
-from rag_eval_assets_tests.postgres_cluster import postgres_cluster
-from rag_eval_assets_tests.real_components import unavailable
-from rag_eval_assets_tests.sample_config import REPO, write_sample_config
+from rag_eval_assets_tests.nightly_host import dagster_cli, host_services, night_runs, service
+from rag_eval_assets_tests.sample_config import write_sample_config
 
-BIN = Path(sys.executable).parent
-DEPLOY = REPO / "deploy" / "nightly"
-WORKSPACE = DEPLOY / "workspace.yaml"
 NIGHT_TIMEOUT = 360.0
-
-@contextmanager
-def service(command: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen]:
-    """`command` in its own process group (a unit's control group), output to `log`; the group is stopped on
-    exit."""
-    with log.open("ab") as out:
-        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    try:
-        yield proc
-    finally:
-        stop_group(proc)
-
-
-def _cli(env: dict[str, str], *args: str, timeout: float = 120) -> None:
-    """A `dagster` command against the workspace, retried while the code server is still loading the code."""
-    deadline = time.monotonic() + timeout
-    while True:
-        done = subprocess.run([str(BIN / "dagster"), *args, "-w", str(WORKSPACE)], cwd=REPO, env=env,
-                              capture_output=True, text=True)
-        if done.returncode == 0:
-            return
-        assert time.monotonic() < deadline, done.stdout + done.stderr
-        time.sleep(2)
 
 
 def _rewind_schedule(instance: dg.DagsterInstance) -> None:
@@ -79,14 +46,10 @@ def _last_2am_utc() -> str:
     return (tick if tick <= now else tick - timedelta(days=1)).strftime("%Y-%m-%d")
 
 
-def _night_runs(instance: dg.DagsterInstance, night: str) -> list[dg.DagsterRun]:
-    return list(instance.get_runs(filters=dg.RunsFilter(tags={NIGHT_TAG: night})))
-
-
 def _wait(what: str, until, instance: dg.DagsterInstance, night: str, timeout: float, poll: float = 0.2):
     deadline = time.monotonic() + timeout
     while True:
-        runs = _night_runs(instance, night)
+        runs = night_runs(instance, night)
         failed = [(r.job_name, r.tags.get("dagster/partition"), r.status) for r in runs
                   if r.status in (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)]
         assert not failed, failed
@@ -103,29 +66,14 @@ def nightly_host(tmp_path: Path, monkeypatch) -> Iterator[tuple[dg.DagsterInstan
     """deploy/nightly's instance on a throw-away cluster and its code server, with the schedule and the sensor
     started and the last 02:00 tick not yet taken. Yields the instance, the code server, the daemon's command, the
     services' environment and the night the daemon will run."""
-    if importlib.util.find_spec("dagster_postgres") is None:
-        unavailable("the `nightly` extra (dagster-postgres) is not installed; `make install` installs it")
     config = write_sample_config(
         tmp_path, "retrievers: [bm25]\nk_values: [3, 5]\nanswering: {k_values: [5]}\n"
     )
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    shutil.copy(DEPLOY / "dagster.yaml", home / "dagster.yaml")
-    with postgres_cluster() as cluster:
-        env = {**os.environ, **cluster.env(), "DAGSTER_HOME": str(home), "RAG_EVAL_CONFIG": str(config),
-               "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "DAGSTER_CODE_SERVER_PORT": str(free_port())}
-        for name, value in env.items():
-            monkeypatch.setenv(name, value)
-        code_server = [str(BIN / "dagster"), "code-server", "start", "-m", "rag_eval_assets.definitions",
-                       "-h", "127.0.0.1", "-p", env["DAGSTER_CODE_SERVER_PORT"], "--location-name",
-                       "rag_eval_assets.definitions", "--log-level", "info"]
-        daemon = [str(BIN / "dagster-daemon"), "run", "-w", str(WORKSPACE), "--log-level", "info"]
-        with service(code_server, env, tmp_path / "code-server.log") as server, \
-                dg.DagsterInstance.get() as instance:
-            _cli(env, "schedule", "start", "nightly_benchmark")
-            _cli(env, "sensor", "start", "nightly_progress")
-            _rewind_schedule(instance)
-            yield instance, server, daemon, env, _last_2am_utc()
+    with host_services(tmp_path, monkeypatch, config) as (instance, server, daemon, env):
+        dagster_cli(env, "schedule", "start", "nightly_benchmark")
+        dagster_cli(env, "sensor", "start", "nightly_progress")
+        _rewind_schedule(instance)
+        yield instance, server, daemon, env, _last_2am_utc()
 
 
 def _answer_run_in_flight(runs: list[dg.DagsterRun]) -> dg.DagsterRun | None:
@@ -144,7 +92,7 @@ def test_a_night_survives_the_daemon_killed_with_its_process_group(tmp_path, mon
 
         # The run the daemon was killed under went on: it was the code server's child, not the daemon's.
         assert instance.get_run_by_id(in_flight.run_id).status == dg.DagsterRunStatus.SUCCESS
-        runs = _night_runs(instance, night)
+        runs = night_runs(instance, night)
         expected = {(job, key) for job, _, keys in pipeline_stages(load_settings(env["RAG_EVAL_CONFIG"]))
                     for key in keys}
         per_partition = Counter((r.job_name, r.tags.get("dagster/partition")) for r in runs)

@@ -7,7 +7,8 @@ Written by hand: Dagster's partitioned-schedule helper refuses a static x static
 requests cannot follow a pipeline's stages. Every request carries one run key per night, job and partition, and the
 sensor never asks again for a (job, partition) the night already ran, so a restarted daemon never runs a night twice.
 A night is one pipeline (PIPELINE_TAG `nightly-<night>` on every run): once nothing is left to run, the sensor
-commits its tables, so a night that fails anywhere leaves the last good night's tables current.
+commits its tables, so a night that fails anywhere leaves the last good night's tables current. `rag-eval nightly`
+starts a night now with the schedule's first request (defs/night_on_demand.py).
 
 With `alerts.on` holding `failed`, a failed or canceled nightly run posts one alert through run-status sensors
 (running by default: a configured alert is meant to fire); a failed `rag-eval run` posts its own (cli/pipeline.py),
@@ -15,7 +16,7 @@ through the same failed_run_alert. A metrics run that failed because its verdict
 own alert, so a worse night gives one message, not two.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import dagster as dg
 from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
@@ -41,12 +42,16 @@ def night_tags(night: str) -> dict[str, str]:
     return {NIGHT_TAG: night, PIPELINE_TAG: f"nightly-{night}"}
 
 
-def _request(night: str, step: Step) -> dg.RunRequest:
+def _request(night: str, step: Step, asset_graph: BaseAssetGraph) -> dg.RunRequest:
+    # Every check of the selected assets, named: a launch that copies the request (the UI's "Launch all & commit
+    # tick result", `rag-eval nightly`) sends the checks it names, and none when it names none.
+    checks = sorted(asset_graph.get_check_keys_for_assets(set(step.assets)), key=lambda key: key.to_user_string())
     return dg.RunRequest(
         run_key=f"nightly-{night}-{step.job}" + (f"-{step.partition}" if step.partition else ""),
         job_name=step.job,
         partition_key=step.partition,
         asset_selection=list(step.assets),
+        asset_check_keys=checks,
         tags=night_tags(night),
     )
 
@@ -57,10 +62,11 @@ def night_start(night: str, asset_graph: BaseAssetGraph, settings: Settings,
     mark the night and record that the files did not change)."""
     steps = Planner(asset_graph, settings, instance).next_steps(pipeline_stages(settings)[:1])
     first = steps[0] if steps else Step(INPUTS_JOB, None, (dg.AssetKey(EVALSET_FILE), dg.AssetKey(CORPUS_FILES)))
-    return _request(night, first)
+    return _request(night, first, asset_graph)
 
 
-def _latest_night(instance: dg.DagsterInstance) -> str | None:
+def latest_night(instance: dg.DagsterInstance) -> str | None:
+    """The night the sensor follows: that of the newest inputs run with a night tag."""
     for run in instance.get_runs(filters=dg.RunsFilter(job_name=INPUTS_JOB), limit=50):
         if NIGHT_TAG in run.tags:
             return run.tags[NIGHT_TAG]
@@ -73,26 +79,42 @@ def nightly_requests(instance: dg.DagsterInstance, asset_graph: BaseAssetGraph, 
     missing or stale asset partitions of the first stage that has any, leaving out the (job, partition) pairs the
     night already ran. When nothing is left, `commit(pipeline)` makes the night's tables current (nothing left to
     commit after the first time)."""
-    night = _latest_night(instance)
+    night = latest_night(instance)
     if night is None:
         return dg.SkipReason("no nightly run yet")
     runs = instance.get_runs(filters=dg.RunsFilter(tags={NIGHT_TAG: night}))
     if any(not run.is_finished for run in runs):
         return dg.SkipReason(f"night {night}: waiting for its runs to finish")
-    status: dict[tuple[str, str | None], dg.DagsterRunStatus] = {}
-    for run in runs:
-        key = (run.job_name, run.tags.get(PARTITION_TAG))
-        if key not in status:  # newest first: a re-executed partition counts by its latest run
-            status[key] = run.status
-    failed = sorted(f"{job}[{p}]" if p else job for (job, p), state in status.items() if state in _FAILED)
+    status = step_status(runs)
+    failed = failed_steps(status)
     if failed:
         return dg.SkipReason(f"night {night}: {', '.join(failed)} failed; re-execute them to continue")
     planner = Planner(asset_graph, settings, instance, night_tags(night)[PIPELINE_TAG])
     steps = planner.next_steps(pipeline_stages(settings), done=set(status))
     if steps:
-        return [_request(night, step) for step in steps]
+        return [_request(night, step, asset_graph) for step in steps]
     committed = commit(night_tags(night)[PIPELINE_TAG])
-    return dg.SkipReason(f"night {night} is complete" + (f"; committed {len(committed)} tables" if committed else ""))
+    return dg.SkipReason(night_complete(night) + (f"; committed {len(committed)} tables" if committed else ""))
+
+
+def night_complete(night: str) -> str:
+    """How the sensor's tick says that `night` ran everything and its tables are committed (`rag-eval nightly
+    --wait` reads it)."""
+    return f"night {night} is complete"
+
+
+def step_status(runs: Iterable[dg.DagsterRun]) -> dict[tuple[str, str | None], dg.DagsterRunStatus]:
+    """(job, partition) -> the status of its newest run, of `runs` listed newest first (a re-executed partition
+    counts by its latest run)."""
+    status: dict[tuple[str, str | None], dg.DagsterRunStatus] = {}
+    for run in runs:
+        status.setdefault((run.job_name, run.tags.get(PARTITION_TAG)), run.status)
+    return status
+
+
+def failed_steps(status: dict[tuple[str, str | None], dg.DagsterRunStatus]) -> list[str]:
+    """`job[partition]` of each step whose newest run failed or was canceled."""
+    return sorted(f"{job}[{p}]" if p else job for (job, p), state in status.items() if state in _FAILED)
 
 
 def nightly_run_alert(settings: Settings, run: dg.DagsterRun, error: str | None) -> str:
