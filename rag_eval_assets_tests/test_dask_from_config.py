@@ -18,7 +18,7 @@ import pytest
 
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.defs.cluster_resources import RESOURCE_REQUIREMENTS_TAG
-from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, CLUSTER_JOBS, GRID_JOB, METRICS_JOB
+from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, CLUSTER_JOBS, METRICS_JOB
 from rag_eval_assets_tests.dagster_server import BIN, dagster_env, graphql, running_server, wait_for_asset_keys
 from rag_eval_assets_tests.dask_cluster import DaskCluster, dask_cluster, steps_by_worker
 from rag_eval_assets_tests.llm_fault_server import llm_fault_server, schema_reply
