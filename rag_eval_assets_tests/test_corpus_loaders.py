@@ -9,6 +9,7 @@ from rag_eval_assets.corpus.beir import load_beir_corpus
 from rag_eval_assets.corpus.load import corpus_sha256, load_corpus
 from rag_eval_assets.corpus.markdown import load_markdown
 from rag_eval_assets.corpus.model import Section
+from rag_eval_assets.corpus.tables import documents_from_frame, documents_to_frame
 from rag_eval_assets.corpus.text import load_text
 from rag_eval_assets.errors import InputError
 
@@ -252,3 +253,9 @@ def test_corpus_sha256_of_beir_and_empty(tmp_path: Path) -> None:
     with pytest.raises(InputError):
         corpus_sha256(tmp_path)
 
+
+
+def test_documents_read_back_from_their_table_are_the_documents() -> None:
+    docs = load_corpus(Path(__file__).resolve().parents[1] / "data" / "sample" / "corpus")
+    assert any(len(d.sections) > 1 for d in docs) and any(s.page is not None for d in docs for s in d.sections)
+    assert documents_from_frame(documents_to_frame(docs)) == sorted(docs, key=lambda d: d.doc_id)

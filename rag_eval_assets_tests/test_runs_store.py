@@ -28,6 +28,7 @@ from rag_eval_assets.runs.store import (
     read_run,
     results_rows,
     run_config,
+    save_run,
 )
 from rag_eval_assets.runs.versions import VersionTuple
 from rag_eval_assets.reports.run_directory import write_run
@@ -177,7 +178,7 @@ def write_sample_run(runs_dir: Path, seed: int = 0, **kwargs) -> Path:
 
 def test_results_rows_join_questions_chunks_answers_and_metrics() -> None:
     t = sample_tables()
-    rows = results_rows(t["questions"], t["results"], t["chunks"], t["per_query"], t["answers"], t["judgments"])
+    rows = list(results_rows(t["questions"], t["results"], t["chunks"], t["per_query"], t["answers"], t["judgments"]))
     # 12 questions x 2 retrievers x k in (1, 3, 5)
     assert len(rows) == 72
     row = next(r for r in rows if (r["query_id"], r["retriever"], r["k"]) == ("q04", "dense", 3))
@@ -207,11 +208,27 @@ def test_results_rows_join_questions_chunks_answers_and_metrics() -> None:
     assert negative["metrics"]["precision@k"] is None and negative["metrics"]["hit@k"] == 0.0
     # Questions without metrics or answers (outside a dev subset) get no rows.
     subset = t["per_query"][t["per_query"]["query_id"].isin(["q00", "q01"])]
-    rows = results_rows(t["questions"], t["results"], t["chunks"], subset)
+    rows = list(results_rows(t["questions"], t["results"], t["chunks"], subset))
     assert [(r["query_id"], r["retriever"], r["k"]) for r in rows][:4] == [
         ("q00", "bm25", 1), ("q00", "bm25", 3), ("q00", "bm25", 5), ("q00", "dense", 1)
     ]
     assert len(rows) == 12 and all(r["answer"] is None for r in rows)
+
+
+def test_results_are_written_as_they_are_made(tmp_path: Path) -> None:
+    t = sample_tables()
+    made = results_rows(t["questions"], t["results"], t["chunks"], t["per_query"], t["answers"], t["judgments"])
+    first = next(made)  # a generator: rows are made one at a time, never a list of them all
+    assert (first["query_id"], first["retriever"], first["k"]) == ("q00", "bm25", 1)
+    rows = [first, *made]
+    document = metrics_document(aggregate_metrics(t["per_query"], t["metric_questions"], n_boot=20),
+                                pd.DataFrame(columns=["metric", "reason"]))
+    written = [
+        save_run(tmp_path / name, results=results, metrics=document, config=sample_config(), now=NOW)
+        for name, results in (("list", rows), ("generator", (row for row in rows)))
+    ]
+    as_list, as_generator = ((path / RESULTS_FILE).read_bytes() for path in written)
+    assert as_generator == as_list and len(as_list.splitlines()) == 72
 
 
 def test_write_and_read_a_run(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ the blocking call_health check before the directory is written), and config.json
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ from rag_eval_assets.settings import Settings
 
 @dataclass(frozen=True)
 class GridContents:
-    rows: list[dict[str, Any]]  # results.jsonl
+    rows: Iterator[dict[str, Any]]  # results.jsonl, made row by row as write_run writes it (read once)
     metrics: dict[str, Any]  # metrics.json
     health: pd.DataFrame  # metrics/call_health.py, also in `metrics`
 

@@ -19,7 +19,7 @@ import math
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import chain, count
@@ -196,8 +196,10 @@ def results_rows(
     per_query_metrics: pd.DataFrame,
     answers: pd.DataFrame | None = None,
     judgments: pd.DataFrame | None = None,
-) -> list[dict[str, Any]]:
-    """One row per (question, retriever, k) present in `per_query_metrics` or `answers`, in question order.
+) -> Iterator[dict[str, Any]]:
+    """One row per (question, retriever, k) present in `per_query_metrics` or `answers`, in question order, yielded
+    one at a time: with texts kept whole, ten thousand questions' rows would otherwise be held together (save_run
+    keeps only their cut copies).
 
     `questions` is the evalset table (id, question, type, weight, ...); the retrieved list is the retriever's first k
     results in rank order, with the chunk's rel_path, heading_path, page and text; texts are kept whole here
@@ -243,7 +245,6 @@ def results_rows(
     answer_rows = {} if answers is None else _by_cell(answers)
     judgment_rows = {} if judgments is None else _group_by_cell(judgments)
 
-    rows = []
     for q in questions.to_dict("records"):
         query_id = q["id"]
         for retriever, k in cells:
@@ -261,25 +262,22 @@ def results_rows(
                 latency["judging"] = sum(j["latency_s"] or 0.0 for j in judged)
             if judged and "cost_usd" in judged[0]:
                 cost["judging"] = sum(j["cost_usd"] or 0.0 for j in judged)
-            rows.append(
-                jsonable(
-                    {
-                        "query_id": query_id,
-                        "question": q.get("question"),
-                        "type": q.get("type"),
-                        "weight": q.get("weight", 1.0),
-                        "retriever": retriever,
-                        "k": k,
-                        "retrieved": retrieved.get((retriever, query_id), [])[:k],
-                        "answer": None if answer is None else _answer_record(answer),
-                        "judgments": [_judgment_record(j) for j in judged],
-                        "latency_s": latency,
-                        "cost_usd": cost,
-                        "metrics": metric_values.get(cell, {}),
-                    }
-                )
+            yield jsonable(
+                {
+                    "query_id": query_id,
+                    "question": q.get("question"),
+                    "type": q.get("type"),
+                    "weight": q.get("weight", 1.0),
+                    "retriever": retriever,
+                    "k": k,
+                    "retrieved": retrieved.get((retriever, query_id), [])[:k],
+                    "answer": None if answer is None else _answer_record(answer),
+                    "judgments": [_judgment_record(j) for j in judged],
+                    "latency_s": latency,
+                    "cost_usd": cost,
+                    "metrics": metric_values.get(cell, {}),
+                }
             )
-    return rows
 
 
 def _by_cell(frame: pd.DataFrame) -> dict[tuple[str, str, int], dict[str, Any]]:
@@ -371,7 +369,7 @@ def flatten(value: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 def save_run(
     runs_dir: str | Path,
     *,
-    results: Sequence[Mapping[str, Any]],
+    results: Iterable[Mapping[str, Any]],
     metrics: Mapping[str, Any],
     config: Mapping[str, Any],
     description: str | None = None,
@@ -385,7 +383,7 @@ def save_run(
 ) -> Path:
     """Write a run directory and return its path.
 
-    `results`: rows as made by results_rows; `metrics`: as made by metrics_document; `config`: the full
+    `results`: rows as made by results_rows (any iterable, read once); `metrics`: as made by metrics_document; `config`: the full
     configuration (run_config). `documents(run)` gives the files made from the run as it will be read back (the
     summary, the comparison with its baseline: reports/run_directory.py), written with the rest.
     Without `run_id` the id is the UTC time (`now`, default the current time) with -2, -3, ... appended while taken;
