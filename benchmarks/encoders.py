@@ -104,7 +104,8 @@ def texts_by_length(folders: dict[str, Path], n: int) -> dict[str, list[str]]:
     queries, chunks = [], []
     for name, folder in folders.items():
         queries += spread([q.question for q in load_evalset(folder)], 4 * n // len(folders))
-        chunks += spread(chunk_documents(load_corpus(folder), name, ChunkerParams())["text"].tolist(), n // len(folders))
+        chunk_texts = chunk_documents(load_corpus(folder), name, ChunkerParams())["text"].tolist()
+        chunks += spread(chunk_texts, n // len(folders))
     whole = chunk_documents(load_corpus(folders["cranfield"]), "cranfield", WHOLE_DOCUMENT)["text"].tolist()
     documents = spread([t for t in whole if DOCUMENT_CHARS[0] <= len(t) <= DOCUMENT_CHARS[1]], n)
     return {"short": queries, "chunk": chunks, "document": documents}
@@ -234,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         for length, texts in samples.items():
             say(f"speed: {len(texts)} {length} texts, {args.repeats} rounds of {', '.join(backends)}")
             speed[length] = bench_speed(encoders, texts, args.repeats)
+            say("  " + ", ".join(f"{backend} {f['texts_per_s']:.1f}/s ({f['speed_ratio']:.2f}x)"
+                                 for backend, f in speed[length].items()))
 
         ndcg: dict[str, dict] = {}
         ndcg_sets: dict[str, dict] = {}
@@ -258,9 +261,11 @@ def main(argv: list[str] | None = None) -> int:
         rows[backend] = {"model_id": encoders[backend].model_id, "first_load_s": first_load[backend],
                          "meets_target": meets}
     figures = {
-        "model": DEFAULT_MODEL, "cpu": f"{os.cpu_count()} CPUs ({platform.processor() or platform.machine()}; {cpu_features()})",
+        "model": DEFAULT_MODEL,
+        "cpu": f"{os.cpu_count()} CPUs ({platform.processor() or platform.machine()}; {cpu_features()})",
         "threads": torch.get_num_threads(), "repeats": args.repeats, "docs": args.docs,
-        "lengths": {length: f"{len(t)} (mean {statistics.mean(map(len, t)):.0f} chars)" for length, t in samples.items()},
+        "lengths": {length: f"{len(t)} (mean {statistics.mean(map(len, t)):.0f} chars)"
+                    for length, t in samples.items()},
         "backends": rows, "speed": speed, "ndcg10": ndcg, "ndcg_sets": ndcg_sets,
     }
     print("\n" + report(figures))
