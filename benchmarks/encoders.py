@@ -203,10 +203,10 @@ def report(figures: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--texts", type=int, default=48,
+    parser.add_argument("--texts", type=int, default=32,
                         help="chunk and document texts in the speed rounds (short: 4x as many queries)")
     parser.add_argument("--repeats", type=int, default=3, help="timed rounds (>= 3)")
-    parser.add_argument("--docs", type=int, default=200, help="documents per collection in the nDCG runs (0: all)")
+    parser.add_argument("--docs", type=int, default=60, help="documents per collection in the nDCG runs (0: all)")
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS,
                         help="backends to compare (torch, the reference, is always included)")
     parser.add_argument("--data", type=Path, default=SHARED_DATA,
