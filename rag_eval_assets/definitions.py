@@ -3,7 +3,10 @@ built from it for other executors (`dask_job`), which their workers rebuild from
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -25,12 +28,14 @@ from rag_eval_assets.settings import Settings, default_config_path, load_setting
 install_log_redaction()
 
 
-def build_defs(config_path: str | Path | None = None) -> dg.Definitions:
-    settings = load_settings(config_path)
+def build_defs(config_path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> dg.Definitions:
+    """The code location of configuration file `config_path`, its values overridden by `overrides` (load_settings)
+    for every asset alike."""
+    settings = load_settings(config_path, overrides)
     shared = dg.Definitions(
         jobs=JOBS,
         resources={
-            "settings": RagEvalSettings(config_path=str(settings.config_file)),
+            "settings": RagEvalSettings(config_path=str(settings.config_file), overrides=json.dumps(overrides or {})),
             "io_manager": ParquetIOManagerResource(base_path=settings.assets_dir),
             "llm": _llm_resource(settings),
         },

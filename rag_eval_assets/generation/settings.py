@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, StrictBool, StrictInt, StrictStr
+from pydantic import AfterValidator, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN
-from rag_eval_assets.settings_base import KValues, Section, at_least, problem
+from rag_eval_assets.settings_base import KValues, Section, at_least, between, problem
 
 
 def _regex(pattern: str) -> str:
@@ -34,6 +34,15 @@ class JudgeSettings(Section):
     enabled: StrictBool = True  # judges run only when an llm endpoint is configured
     replicates: Annotated[StrictInt, at_least(0)] = 0  # > 0: judge a sample again this many times, report agreement
     replicate_sample: Annotated[StrictInt, at_least(0)] = 10
+    # Read by the reports and the gate, not by the judges (judging/summary.py): a judge is trusted where its
+    # quadratic-weighted kappa against a person's grades reaches trust_kappa over at least min_grades graded answers.
+    trust_kappa: Annotated[StrictFloat, between(-1, 1)] = 0.4
+    min_grades: Annotated[StrictInt, at_least(1)] = 10
+
+
+def spot_check(n: int) -> dict[str, Any]:
+    """The settings override of seed 002's reliability spot-check: `n` judged answers judged once more."""
+    return {"judge": {"replicates": 1, "replicate_sample": n}}
 
 
 class QueryGenerationSettings(Section):
