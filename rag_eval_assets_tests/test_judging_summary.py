@@ -113,5 +113,5 @@ def test_no_grades_file_says_how_to_grade_and_the_reports_state_too_few() -> Non
     assert rows[2][7:] == ["4.00", "—"]  # one grade: an estimate, no interval
     text = judges_markdown(graded, "##")
     assert text.startswith("## Can the judge be trusted?")
-    assert "### Agreement with itself (spot-check)\n\n| judge | re-judged | same score | mean |difference| |" in text
+    assert "### Agreement with itself (spot-check)\n\n| judge | re-judged | same score | mean abs. difference |" in text
     assert "| groundedness | 2 | 50% | 0.50 |" in text

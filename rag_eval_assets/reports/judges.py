@@ -12,7 +12,7 @@ from rag_eval_assets.reports.markdown import markdown_table
 
 TITLE = "Can the judge be trusted?"
 AGREEMENT_HEADERS = ["judge", "graded", "exact", "within one", "kappa", "Spearman", "bias (judge − person)", "trust"]
-SELF_HEADERS = ["judge", "re-judged", "same score", "mean |difference|"]
+SELF_HEADERS = ["judge", "re-judged", "same score", "mean abs. difference"]
 ESTIMATE_HEADERS = ["judge", "retriever", "k", "answers", "judge mean", "naive 95% CI", "graded", "calibrated",
                     "calibrated 95% CI"]
 CONFUSION_CORNER = "person ↓ judge →"
