@@ -19,9 +19,8 @@ from rag_eval_assets.labeling.grades import grades_path, load_grades
 from rag_eval_assets.labeling.judged_run import read_judged_answers, stratified_sample
 from rag_eval_assets.reports.html import REPORT_FILE
 from rag_eval_assets.runs.store import list_runs, read_run
-from rag_eval_assets_tests.judged_runs import sample_evalset
 from rag_eval_assets_tests.llama_server import SMOLLM2_ALIAS, running_smollm2
-from rag_eval_assets_tests.sample_config import write_sample_config
+from rag_eval_assets_tests.sample_config import SAMPLE_EVALSET, write_sample_config
 
 GRADES = (3, 4, 2, 5, 1)
 
@@ -48,10 +47,13 @@ def _type_grades(session: GradeSession) -> None:
 def test_run_grade_five_answers_run_again_and_the_report_shows_agreement_and_calibrated_estimate(
         tmp_path, server_url, monkeypatch, capsys) -> None:
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
-    evalset = sample_evalset(tmp_path)
-    # SmolLM2-135M's structured replies may fail their schema: this run accepts any error rate.
+    evalset = tmp_path / "eval_set.jsonl"
+    # Ten questions: every call of the tiny model takes seconds on a small machine, and six of them get a scored
+    # groundedness judgement (SmolLM2's replies may fail their schema; this run accepts any error rate).
+    evalset.write_text("".join(SAMPLE_EVALSET.read_text(encoding="utf-8").splitlines(keepends=True)[:10]),
+                       encoding="utf-8")
     config = write_sample_config(
-        tmp_path, "retrievers: [bm25]\nk_values: [3]\nanswering: {k_values: [3]}\n"
+        tmp_path, "retrievers: [bm25]\nk_values: [3]\nanswering: {k_values: [3]}\nquery_generation: {n_chunks: 1}\n"
         f"llm: {{base_url: '{server_url}', model: {SMOLLM2_ALIAS}, max_tokens: 128, max_error_rate: 1.0}}\n",
         evalset=evalset)
     assert main(["--config", str(config), "run"]) == 0

@@ -141,3 +141,15 @@ def test_no_grades_file_is_said_in_every_report(runs) -> None:
     assert "- no grades yet: rag-eval label --grade RUN (grades go to " in run.summary
     assert "no grades yet: rag-eval label --grade RUN" in (run.path / REPORT_FILE).read_text(encoding="utf-8")
     assert Path(run.metrics["judges"]["grades_file"]).name == "eval_set.jsonl.grades.jsonl"
+
+
+def test_spot_check_takes_a_positive_number_of_answers(capsys) -> None:
+    from rag_eval_assets.cli import build_parser
+
+    assert build_parser().parse_args(["run", "--spot-check", "7"]).spot_check == 7
+    assert build_parser().parse_args(["evaluate", "--corpus", "c", "--evalset", "e", "--out", "o",
+                                      "--spot-check", "3"]).spot_check == 3
+    with pytest.raises(SystemExit) as refused:
+        build_parser().parse_args(["run", "--spot-check", "0"])
+    assert refused.value.code == 2 and "--spot-check: must be at least 1, got 0" in capsys.readouterr().err
+    assert spot_check(7) == {"judge": {"replicates": 1, "replicate_sample": 7}}
