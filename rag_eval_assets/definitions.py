@@ -4,8 +4,10 @@ their workers rebuild from here."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -28,8 +30,10 @@ from rag_eval_assets.settings import Settings, default_config_path, load_setting
 install_log_redaction()
 
 
-def build_defs(config_path: str | Path | None = None) -> dg.Definitions:
-    settings = load_settings(config_path)
+def build_defs(config_path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> dg.Definitions:
+    """The code location of configuration file `config_path`, its values overridden by `overrides` (load_settings)
+    for every asset alike."""
+    settings = load_settings(config_path, overrides)
     jobs, automation, executor = JOBS, automation_defs(settings), None
     if settings.execution.dask is not None:
         # dagster-dask and distributed only where the configuration asks for a cluster: every Dagster process
@@ -41,7 +45,7 @@ def build_defs(config_path: str | Path | None = None) -> dg.Definitions:
         jobs=jobs,
         executor=executor,
         resources={
-            "settings": RagEvalSettings(config_path=str(settings.config_file)),
+            "settings": RagEvalSettings(config_path=str(settings.config_file), overrides=json.dumps(overrides or {})),
             "io_manager": ParquetIOManagerResource(base_path=settings.assets_dir),
             "llm": _llm_resource(settings),
         },

@@ -10,6 +10,7 @@ directory. Every problem is reported at once, naming the file and the dotted key
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -191,11 +192,21 @@ def _join(base: str, name: str) -> str:
     return base.rstrip("/") + "/" + name
 
 
+def _laid_over(data: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(data)
+    for key, value in overrides.items():
+        below = merged.get(key)
+        merged[key] = _laid_over(below, value) if isinstance(value, Mapping) and isinstance(below, dict) else value
+    return merged
+
+
 def default_config_path() -> Path:
     return Path(os.environ.get(CONFIG_ENV_VAR) or Path.cwd() / DEFAULT_CONFIG_NAME).resolve()
 
 
-def load_settings(path: str | Path | None = None) -> Settings:
+def load_settings(path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> Settings:
+    """The settings of configuration file `path`, with `overrides` (nested sections, e.g. the spot-check's
+    {"judge": {"replicates": 1}}) laid over the file's values before they are checked."""
     config_file = Path(path).resolve() if path else default_config_path()
     name = str(config_file)
     if not config_file.is_file():
@@ -207,6 +218,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         raise InputError([InputProblem(name, line, None, f"invalid YAML: {exc}")]) from exc
     if not isinstance(data, dict):
         raise InputError([InputProblem(name, None, None, "the top level must be a mapping")])
+    data = _laid_over(data, overrides or {})
     try:
         return Settings.model_validate(data, context={"config_file": config_file})
     except ValidationError as exc:

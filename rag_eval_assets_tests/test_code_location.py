@@ -28,6 +28,7 @@ EXPECTED_ASSETS = {
     "generated_queries",
     "answer_metrics_per_query",
     "answer_metrics",
+    "grades_file",
     "evaluation_run",
     "run_comparison",
 }

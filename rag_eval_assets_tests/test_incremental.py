@@ -166,7 +166,8 @@ def test_editing_one_note_reencodes_only_its_changed_chunks(history):
     materialized = _materialized(listing)
     assert {"corpus_files", "corpus_documents", "chunks", DENSE, "bm25_index", "run_comparison"} <= materialized
     assert {name for name, state in listing.items() if state == "up to date"} == {
-        "evalset_file", "evalset", "dev_subset", *(f"retriever_config[{r}]" for r in ("bm25", "dense", "hybrid"))}
+        "evalset_file", "evalset", "dev_subset", "grades_file",
+        *(f"retriever_config[{r}]" for r in ("bm25", "dense", "hybrid"))}
     encoded, before, after = history["note_encoded"]
     new_texts = set(after["text"]) - set(before["text"])
     assert {Path(p) for p in after.loc[after["text"].isin(new_texts), "rel_path"]} == {NOTE}

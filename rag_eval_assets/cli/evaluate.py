@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from rag_eval_assets.cli.pipeline import run_and_read
+from rag_eval_assets.cli.run import add_spot_check
 
 WHOLE_DOCUMENT = 10_000_000  # chunk_size_chars larger than any document: one chunk per document
 
@@ -25,6 +26,7 @@ def _write_config(folder: Path, config: dict) -> Path:
 def _evaluate(args: argparse.Namespace) -> int:
     from rag_eval_assets.corpus.gold import resolve_gold
     from rag_eval_assets.evalset.load import load_evalset
+    from rag_eval_assets.generation.settings import spot_check
     from rag_eval_assets.metrics.trec import write_trec_qrels, write_trec_run
 
     out = Path(args.out).resolve()
@@ -41,6 +43,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         "retrieval": {"level": level, "dense": {"model": args.dense_model}},
         "runs_dir": str(out / "runs"),
     }
+    if args.spot_check:
+        config.update(spot_check(args.spot_check))
     ks = config["k_values"]
     config["answering"] = {"k_values": [k for k in (5, 10) if k <= max(ks)] or [max(ks)]}
     if args.chunk_size:
@@ -193,6 +197,7 @@ def add_evaluate(sub, parents: list[argparse.ArgumentParser]) -> None:
     ev.add_argument("--overlap", type=int, default=100, help="overlap_chars with --chunk-size")
     ev.add_argument("--corpus-id", help="corpus id in chunk ids (default: the folder name)")
     ev.add_argument("--evalset-name", help="evalset version name (default: the file or folder name)")
+    add_spot_check(ev)
     ev.set_defaults(func=_evaluate)
 
 

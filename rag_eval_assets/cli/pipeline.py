@@ -7,11 +7,11 @@ import logging
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from rag_eval_assets.settings import Settings
@@ -108,16 +108,18 @@ def run_and_read(
     verbose: bool,
     force: bool = False,
     read: Callable[[Settings, Callable], T] | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> tuple[Outcome, Settings, T | None]:
     """The pipeline of configuration file `config` (None: the default one) into the instance of `instance_dir`
     (None: DAGSTER_HOME's), for what is missing or stale (everything with `force`); then, when it succeeded,
     `read(settings, load)` with `load(asset, partition_key=None)` reading an asset's value. Returns the outcome, the
-    settings and what `read` returned (None when the pipeline failed or there is no `read`)."""
+    settings and what `read` returned (None when the pipeline failed or there is no `read`). `overrides` lay
+    values over the file's (load_settings), for this run only."""
     from rag_eval_assets.definitions import build_defs
     from rag_eval_assets.settings import load_settings
 
-    settings = load_settings(config)
-    defs = build_defs(settings.config_file)
+    settings = load_settings(config, overrides)
+    defs = build_defs(settings.config_file, overrides)
     with _pipeline_instance(settings.config_file, instance_dir) as instance:
         outcome = _pipeline(defs, settings, instance, verbose, force)
         if not outcome.ok or read is None:

@@ -16,7 +16,10 @@ def _run(args: argparse.Namespace) -> int:
     from rag_eval_assets.reports.comparison import recorded_verdict
     from rag_eval_assets.runs.store import COMPARISON_JSON
 
-    outcome, settings, _ = run_and_read(args.config, None, args.verbose, args.force)
+    from rag_eval_assets.generation.settings import spot_check
+
+    overrides = spot_check(args.spot_check) if args.spot_check else None
+    outcome, settings, _ = run_and_read(args.config, None, args.verbose, args.force, overrides=overrides)
     if not outcome.ok:
         # Never the verdict of a run that failed on something else (an outage's "no significant change", exit 0).
         print(outcome.failure_line())
@@ -72,7 +75,21 @@ def add_run(sub, parents: list[argparse.ArgumentParser]) -> None:
     run = sub.add_parser("run", parents=parents,
                          help="materialize what is missing or stale on the configured corpus and evalset")
     run.add_argument("--force", action="store_true", help="recompute every asset, stale or not")
+    add_spot_check(run)
     run.set_defaults(func=_run)
+
+
+def add_spot_check(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--spot-check", type=_positive, metavar="N",
+                        help="re-judge N judged answers once more and report how far the judge agrees with itself "
+                        "(judge.replicates 1, judge.replicate_sample N for this run)")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def add_backfill(sub, parents: list[argparse.ArgumentParser]) -> None:

@@ -28,6 +28,11 @@ def _llm(s: Settings) -> Any:
     return plain(s.llm) if s.llm is not None else None
 
 
+def _judging(s: Settings) -> dict[str, Any]:
+    # How far a judge is trusted is the report's and the gate's reading of its scores: changing it re-judges nothing.
+    return {key: value for key, value in plain(s.judge).items() if key not in ("trust_kappa", "min_grades")}
+
+
 # asset -> the settings it reads. An asset missing here reads none (its inputs and fingerprints carry everything),
 # or hashes them itself: an index asset hashes what its family reads (defs/retrieval/assets.py).
 SETTINGS_READ: dict[str, Callable[[Settings], Any]] = {
@@ -40,7 +45,7 @@ SETTINGS_READ: dict[str, Callable[[Settings], Any]] = {
                                               "retrievers": {n: v.kind for n, v in s.variants.items()}},
     "retrieval_metrics": lambda s: {"chunking": plain(s.chunking), "level": s.retrieval.level},
     "answers": lambda s: {"answering": _answering(s), "llm": _llm(s), "language": s.corpus.language},
-    "judged_answers": lambda s: {"llm": _llm(s), "judge": plain(s.judge)},
+    "judged_answers": lambda s: {"llm": _llm(s), "judge": _judging(s)},
     "generated_queries": lambda s: {"llm": _llm(s), "query_generation": plain(s.query_generation)},
     "answer_metrics_per_query": lambda s: {"dense": plain(s.retrieval.dense), "answering": _answering(s),
                                            "llm": _llm(s), "judge": s.judge.enabled,

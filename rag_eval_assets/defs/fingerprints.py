@@ -1,4 +1,5 @@
-"""Fingerprints of what Dagster cannot see change: the evalset file, the corpus files and each retriever's settings.
+"""Fingerprints of what Dagster cannot see change: the evalset file, the corpus files, each retriever's settings and
+the person's grades of the judged answers.
 
 Each is a cheap asset whose data version is a sha256 (of the file bytes, or of the retriever's parameters), so the
 assets that depend on it become stale, in the CLI and in the UI alike, exactly when that sha256 changes. The
@@ -6,7 +7,9 @@ pipeline computes the same values before a run (`fingerprint`) and materializes 
 the instance recorded.
 """
 
+import hashlib
 from collections.abc import Callable
+from pathlib import Path
 
 import dagster as dg
 
@@ -14,6 +17,7 @@ from rag_eval_assets.corpus.load import corpus_sha256
 from rag_eval_assets.defs.partitions import retriever_partitions
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.evalset.freeze import evalset_sha256
+from rag_eval_assets.labeling.grades import grades_path
 from rag_eval_assets.runs.versions import fingerprint as settings_fingerprint
 from rag_eval_assets.runs.versions import retriever_params
 from rag_eval_assets.settings import Settings
@@ -21,13 +25,20 @@ from rag_eval_assets.settings import Settings
 EVALSET_FILE = "evalset_file"
 CORPUS_FILES = "corpus_files"
 RETRIEVER_CONFIG = "retriever_config"
+GRADES_FILE = "grades_file"
+NO_GRADES_FILE = "absent"  # grades_file's data version before anyone has graded
 # fingerprint asset -> its data version now, from the settings (and, for retriever_config, the partition: a retriever).
 _FINGERPRINT_OF: dict[str, Callable[[Settings, str | None], str]] = {
     EVALSET_FILE: lambda s, _: evalset_sha256(s.evalset.path),
     CORPUS_FILES: lambda s, _: corpus_sha256(s.corpus.path),
     RETRIEVER_CONFIG: lambda s, retriever: settings_fingerprint(retriever_params(s, str(retriever))),
+    GRADES_FILE: lambda s, _: _grades_sha256(grades_path(s.evalset.path)),
 }
 FINGERPRINTS = tuple(_FINGERPRINT_OF)
+
+
+def _grades_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else NO_GRADES_FILE
 
 
 def fingerprint(s: Settings, key: str, partition: str | None = None) -> str:
@@ -51,6 +62,17 @@ def corpus_files(settings: RagEvalSettings) -> dg.MaterializeResult:
     return dg.MaterializeResult(data_version=dg.DataVersion(sha), metadata={"path": str(s.corpus.path), "sha256": sha})
 
 
+@dg.asset(group_name="report", kinds={"python"}, code_version="1")
+def grades_file(settings: RagEvalSettings) -> dg.MaterializeResult:
+    """sha256 of the grades beside the evalset (labeling/grades.py): the run directory and its report are made again
+    when a person has graded, with the agreement and the calibrated estimates, and nothing is answered or judged
+    again."""
+    s = settings.load()
+    sha = fingerprint(s, GRADES_FILE)
+    return dg.MaterializeResult(data_version=dg.DataVersion(sha),
+                                metadata={"path": str(grades_path(s.evalset.path)), "sha256": sha})
+
+
 def fingerprint_defs(settings: Settings) -> dg.Definitions:
     @dg.asset(group_name="retrieval", kinds={"python"}, code_version="1",
               partitions_def=retriever_partitions(settings))
@@ -62,4 +84,4 @@ def fingerprint_defs(settings: Settings) -> dg.Definitions:
         return dg.MaterializeResult(data_version=dg.DataVersion(fingerprint(s, RETRIEVER_CONFIG, name)),
                                     metadata={"parameters": dg.MetadataValue.json(retriever_params(s, name))})
 
-    return dg.Definitions(assets=[evalset_file, corpus_files, retriever_config])
+    return dg.Definitions(assets=[evalset_file, corpus_files, retriever_config, grades_file])

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 
 import dagster as dg
 
-from rag_eval_assets.defs.fingerprints import RETRIEVER_CONFIG
+from rag_eval_assets.defs.fingerprints import GRADES_FILE, RETRIEVER_CONFIG
 from rag_eval_assets.defs.partitions import SUT_GROUP, answer_grid_partitions, retriever_partitions, sut_partitions
 from rag_eval_assets.defs.staleness import Planner, Stage, Step, every_step
 from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
@@ -49,6 +49,7 @@ STAGE_SELECTIONS = {
         "generated_queries",
         "answer_metrics_per_query",
         "answer_metrics",
+        GRADES_FILE,
         "evaluation_run",
         "run_comparison",
     ),

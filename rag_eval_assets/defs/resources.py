@@ -1,5 +1,6 @@
 """The settings resource: every asset reads the same `rag_eval.yaml`."""
 
+import json
 
 import dagster as dg
 
@@ -7,12 +8,14 @@ from rag_eval_assets.settings import Settings, load_settings
 
 
 class RagEvalSettings(dg.ConfigurableResource):
-    """Path of the project configuration file (`rag_eval.yaml`)."""
+    """Path of the project configuration file (`rag_eval.yaml`), and the command line's overrides of its values
+    (JSON: `rag-eval run --spot-check N`'s judge settings)."""
 
     config_path: str
+    overrides: str = "{}"
 
     def load(self) -> Settings:
-        return load_settings(self.config_path)
+        return load_settings(self.config_path, json.loads(self.overrides))
 
 
 class LLMResource(dg.ConfigurableResource):

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, StrictBool, StrictFloat, StrictInt, StrictStr
 
@@ -38,6 +38,11 @@ class JudgeSettings(Section):
     trust_kappa: Annotated[StrictFloat, between(-1, 1)] = 0.4
     # ... once it has at least this many graded answers; also the fewest grades a calibrated estimate is made from
     min_grades: Annotated[StrictInt, at_least(1)] = 10
+
+
+def spot_check(n: int) -> dict[str, Any]:
+    """The settings override of seed 002's reliability spot-check: `n` judged answers judged once more."""
+    return {"judge": {"replicates": 1, "replicate_sample": n}}
 
 
 class QueryGenerationSettings(Section):

@@ -99,6 +99,12 @@ def trusted(kappa: float, threshold: float = TRUST_KAPPA) -> Trust:
     return Trust(False, f"not trusted: kappa {kappa:.2f} < {threshold:g}, the judge agrees too little with the person")
 
 
+def decide_trust(found: Agreement, threshold: float, min_grades: int) -> Trust | None:
+    """trusted(kappa) once at least `min_grades` answers are graded; None (undecided) below that: too few grades say
+    nothing for or against a judge."""
+    return None if found.n < min_grades else trusted(found.kappa, threshold)
+
+
 def _quadratic_kappa(confusion: np.ndarray) -> float:
     """1 - sum(w * observed) / sum(w * expected), w_ij = (i - j)^2 (Cohen 1968; the usual division by (k - 1)^2
     cancels), expected = the outer product of the two marginals / n. NaN when expected disagreement is 0: both sides

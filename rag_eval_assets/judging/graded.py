@@ -11,9 +11,10 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from rag_eval_assets.judging.agreement import Agreement, agreement
 from rag_eval_assets.labeling.grades import Grade, GradeKey
 
-GRADED_COLUMNS = ("query_id", "retriever", "k", "judge", "score", "grade")
+GRADED_COLUMNS = ("query_id", "retriever", "k", "judge", "score", "grade", "judge_input_sha256")
 
 
 def with_grades(judgments: pd.DataFrame, grades: Mapping[GradeKey, Grade]) -> pd.DataFrame:
@@ -27,3 +28,12 @@ def with_grades(judgments: pd.DataFrame, grades: Mapping[GradeKey, Grade]) -> pd
     ]
     out = main.assign(grade=np.array(grade, dtype=float))[list(GRADED_COLUMNS)]
     return out.reset_index(drop=True).astype({"k": "int64", "score": "float64"})
+
+
+def pooled_agreement(graded: pd.DataFrame, judge: str, minimum: int) -> Agreement | None:
+    """The judge's agreement with the person over a run's graded judgements (with_grades), every cell pooled, an
+    answer the person graded once counted once however many cells put the same input before the judge; None when no
+    grade applies. The one measure the report shows and the gate decides trust on."""
+    pairs = graded[(graded["judge"] == judge) & graded["grade"].notna()].drop_duplicates(
+        ["query_id", "judge_input_sha256"])
+    return agreement(pairs["score"].to_numpy(), pairs["grade"].to_numpy(), minimum=minimum) if len(pairs) else None

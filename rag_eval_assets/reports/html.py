@@ -26,6 +26,17 @@ from rag_eval_assets.reports.charts import (
 )
 from rag_eval_assets.reports.markdown import cell_text, metric_pivot
 from rag_eval_assets.reports.comparison import GATE_HEADERS, gate_rows
+from rag_eval_assets.reports.judges import (
+    AGREEMENT_HEADERS,
+    ESTIMATE_HEADERS,
+    SELF_HEADERS,
+    TITLE,
+    agreement_rows,
+    confusion_tables,
+    estimate_rows,
+    judge_notes,
+    self_consistency_rows,
+)
 from rag_eval_assets.reports.summary import (
     CALL_HEALTH_HEADERS,
     UNRESOLVED_HEADERS,
@@ -35,7 +46,15 @@ from rag_eval_assets.reports.summary import (
     unresolved_rows,
 )
 from rag_eval_assets.runs.history import run_history
-from rag_eval_assets.runs.store import CHUNK_SIZE_KEY, EVAL_SET_VERSION_KEY, OVERLAP_KEY, UNRESOLVED_GOLD, Run, config_value
+from rag_eval_assets.runs.store import (
+    CHUNK_SIZE_KEY,
+    EVAL_SET_VERSION_KEY,
+    JUDGES,
+    OVERLAP_KEY,
+    UNRESOLVED_GOLD,
+    Run,
+    config_value,
+)
 from rag_eval_assets.verdict.gate import is_answer_metric
 from rag_eval_assets.verdict.ranking import KRanking, rank_retrievers
 from rag_eval_assets.verdict.settings import GateSettings
@@ -174,6 +193,9 @@ def render_html_report(run: Run, charts: Mapping[str, str | Path], *, k: int,
         if metrics:
             sections += [f'<h3 id="summary-{"answers" if wanted else "retrieval"}">{title}</h3>',
                          _metric_table(aggregate, "all", metrics=metrics)]
+    judges = run.metrics.get(JUDGES)
+    if judges:
+        sections.append(_judges_section(judges))
     unresolved = run.metrics.get(UNRESOLVED_GOLD)
     if unresolved:
         sections += ['<h2 id="unresolved-gold">Unresolved gold</h2>', f"<p>{_e(unresolved_summary(unresolved))}</p>",
@@ -268,6 +290,20 @@ def _ranking_section(rankings: Sequence[KRanking]) -> str:
         f"<ul>{items}</ul><table><thead><tr><th>k</th><th>rank</th><th>retriever</th><th>metric</th><th>mean</th>"
         f"<th>95% CI</th><th>n</th></tr></thead><tbody>{rows}</tbody></table></section>"
     )
+
+
+def _judges_section(judges: Mapping[str, Any]) -> str:
+    """Agreement with the person's grades and with itself beside the raw and calibrated judge means."""
+    parts = [f'<section id="judges"><h2>{_e(TITLE)}</h2>',
+             "<ul>" + "".join(f"<li>{_e(note)}</li>" for note in judge_notes(judges)) + "</ul>",
+             "<h3>Agreement with the person's grades</h3>", _table(AGREEMENT_HEADERS, agreement_rows(judges))]
+    spot = self_consistency_rows(judges)
+    if spot:
+        parts += ["<h3>Agreement with itself (spot-check)</h3>", _table(SELF_HEADERS, spot)]
+    parts += ["<h3>Judge means, raw and calibrated by the grades</h3>", _table(ESTIMATE_HEADERS, estimate_rows(judges))]
+    for judge, headers, rows in confusion_tables(judges):
+        parts += [f"<h3>Confusion of {_e(judge)}</h3>", _table(headers, rows)]
+    return "".join(parts) + "</section>"
 
 
 def _gate_text(gate: Mapping[str, Any]) -> str:

@@ -11,10 +11,12 @@ import pandas as pd
 
 from rag_eval_assets.corpus.gold import unresolved_summary
 from rag_eval_assets.reports.comparison import comparison_markdown, verdict_line
+from rag_eval_assets.reports.judges import judges_markdown
 from rag_eval_assets.reports.markdown import markdown_table, metrics_table_markdown
 from rag_eval_assets.runs.store import (
     CHUNK_SIZE_KEY,
     EVAL_SET_VERSION_KEY,
+    JUDGES,
     OVERLAP_KEY,
     UNRESOLVED_GOLD,
     Run,
@@ -29,8 +31,8 @@ from rag_eval_assets.verdict.ranking import KRanking
 def summary_markdown(run: Run, description: str | None, previous: Run | None, rankings: Sequence[KRanking],
                      comparison: Comparison | None = None) -> str:
     """summary.md: the verdict against `previous` (its `comparison`), description, the ranking of retrievers
-    (verdict/ranking.py rank_retrievers), the retrieval and answer metric tables, what was not computed, the
-    configuration, then the comparison in full."""
+    (verdict/ranking.py rank_retrievers), the retrieval and answer metric tables, how far the judges can be
+    trusted, what was not computed, the configuration, then the comparison in full."""
     parts = [f"# Run {run.run_id}", f"Created {run.created_at}."]
     if comparison is not None:
         parts.append(f"**{verdict_line(comparison)}**")
@@ -42,6 +44,9 @@ def summary_markdown(run: Run, description: str | None, previous: Run | None, ra
         "applicable to it); 95% bootstrap intervals and per-slice values are in metrics.json, per-question values "
         "in results.jsonl."
     )
+    judges = run.metrics.get(JUDGES)
+    if judges:
+        parts.append(judges_markdown(judges, "##"))
     unresolved = run.metrics.get(UNRESOLVED_GOLD)
     if unresolved:
         parts += ["## Unresolved gold", unresolved_summary(unresolved),

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from rag_eval_assets.generation.settings import JudgeSettings
+from rag_eval_assets.judging.summary import judges_summary
+from rag_eval_assets.labeling.grades import load_grades
 from rag_eval_assets.metrics.aggregate import AGGREGATE_COLUMNS
 from rag_eval_assets.metrics.call_health import call_health
 from rag_eval_assets.runs.reproducibility import reproducibility_fields
-from rag_eval_assets.runs.store import PIPELINE_RUN_KEY, metrics_document, results_rows, run_config
+from rag_eval_assets.runs.store import PIPELINE_RUN_KEY, judgment_frame, metrics_document, results_rows, run_config
 from rag_eval_assets.runs.versions import VersionTuple
 from rag_eval_assets.settings import Settings
 
@@ -36,10 +40,13 @@ def grid_contents(
     answer_metrics_per_query: pd.DataFrame,
     answer_metrics: pd.DataFrame,
     unresolved_gold: Mapping[str, Any] | None,
+    grades_file: Path,
+    judge: JudgeSettings,
 ) -> GridContents:
     """From the partitions of retrieval_results, answers and judged_answers and the metric tables: answer metric
     rows with a `note` are what was not computed (and why), the others join the aggregate; the operational figures
-    are the answers' error count, token totals and cost."""
+    are the answers' error count, token totals and cost. A judged run's judges are summed up against the person's
+    grades in `grades_file` (labeling/grades.py), if it exists, under `judge`'s trust settings."""
     answers = list(answers)
     judged = [t for t in judged_answers if len(t)]
     answers_table = pd.concat(answers, ignore_index=True)
@@ -62,7 +69,13 @@ def grid_contents(
         "cost_usd": float(answers_table["cost_usd"].fillna(0).sum()),
     }
     health = call_health(answers, judged, answer_metrics_per_query)
-    return GridContents(rows, metrics_document(aggregate, not_computed, operational, health, unresolved_gold), health)
+    judges = None
+    if judged:
+        grades = load_grades(grades_file) if grades_file.exists() else None
+        judges = judges_summary(judgment_frame(rows), grades, grades_file, trust_kappa=judge.trust_kappa,
+                                min_grades=judge.min_grades).as_json()
+    document = metrics_document(aggregate, not_computed, operational, health, unresolved_gold, judges)
+    return GridContents(rows, document, health)
 
 
 def pipeline_run_config(s: Settings, versions: VersionTuple, dagster_run_id: str, pipeline_run_id: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import math
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import chain, count
@@ -54,6 +54,7 @@ OVERLAP_KEY = "version_tuple.index.overlap_chars"
 # The Dagster run a run directory belongs to: the first run of its group, so that a re-execution finds it again.
 PIPELINE_RUN_KEY = "dagster_root_run_id"
 UNRESOLVED_GOLD = "unresolved_gold"  # metrics.json: gold labels that resolved to nothing, when some did not
+JUDGES = "judges"  # metrics.json: agreement with the grades, self-consistency and calibrated means, when judged
 # Run directories are read by the group (a web server serving the reports), never by others.
 RUN_DIR_MODE = 0o750
 STAGES = ("retrieval", "generation", "judging")
@@ -111,14 +112,7 @@ class Run:
     def judgment_frame(self) -> pd.DataFrame:
         """Every judgement of results.jsonl: query_id, retriever, k, judge, score (NaN when none), replicate and
         judge_input_sha256 (None in runs written before it was recorded, or where the judge was not called)."""
-        records = [
-            (row["query_id"], row["retriever"], row["k"], j.get("judge"),
-             np.nan if j.get("score") is None else float(j["score"]), int(j.get("replicate") or 0),
-             j.get("judge_input_sha256"))
-            for row in self.results
-            for j in row.get("judgments") or []
-        ]
-        return pd.DataFrame(records, columns=list(JUDGMENT_FRAME_COLUMNS))
+        return judgment_frame(self.results)
 
     def stage_frame(self) -> pd.DataFrame:
         """Latency and cost per stage: stage, retriever, k, query_id, latency_s, cost_usd (NaN when not recorded).
@@ -142,6 +136,18 @@ class Run:
         return frame
 
 
+def judgment_frame(results: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """Every judgement of results rows (results_rows, or results.jsonl read back): JUDGMENT_FRAME_COLUMNS."""
+    records = [
+        (row["query_id"], row["retriever"], row["k"], j.get("judge"),
+         np.nan if j.get("score") is None else float(j["score"]), int(j.get("replicate") or 0),
+         j.get("judge_input_sha256"))
+        for row in results
+        for j in row.get("judgments") or []
+    ]
+    return pd.DataFrame(records, columns=list(JUDGMENT_FRAME_COLUMNS))
+
+
 def run_config(versions: VersionTuple, **extra: Any) -> dict[str, Any]:
     """The config.json of a run: the version tuple, its config_hash and any further settings given."""
     return {VERSION_TUPLE_KEY: versions.as_dict(), "config_hash": versions.config_hash, **extra}
@@ -153,12 +159,14 @@ def metrics_document(
     operational: Mapping[str, Any] | None = None,
     call_health: pd.DataFrame | None = None,
     unresolved_gold: Mapping[str, Any] | None = None,
+    judges: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The `metrics` of write_run from the aggregate table (metrics/aggregate.py columns; metric "weighted_score"
     rows, when present, are what the comparison gate reads), the (metric, reason) rows of metrics not computed (with
     retriever and k where the reason is one cell's), free-form operational figures (error counts, token totals,
     ...), the health of the calls behind the answer metrics (metrics/call_health.py), which the gate reads, and the
-    gold labels that resolved to nothing (corpus/gold.py GoldResolution.unresolved_document)."""
+    gold labels that resolved to nothing (corpus/gold.py GoldResolution.unresolved_document) and what the judges
+    are worth (judging/summary.py JudgesSummary.as_json), when the run was judged."""
     missing = [c for c in AGGREGATE_COLUMNS if c not in aggregate.columns]
     if missing:
         raise InputError([InputProblem("aggregate", None, c, "missing column") for c in missing])
@@ -171,6 +179,8 @@ def metrics_document(
         document["call_health"] = jsonable(call_health.to_dict("records"))
     if unresolved_gold and unresolved_gold["labels"]:
         document[UNRESOLVED_GOLD] = jsonable(dict(unresolved_gold))
+    if judges is not None:
+        document[JUDGES] = jsonable(dict(judges))
     return document
 
 

@@ -98,7 +98,11 @@ def answerer_part(s: Settings) -> dict[str, Any]:
 def judge_part(s: Settings) -> dict[str, Any]:
     if s.llm is None or not s.judge.enabled:
         return {}
-    return {"model": s.llm.model, "prompt_version": JUDGE_PROMPT_VERSION, "temperature": s.llm.temperature}
+    part = {"model": s.llm.model, "prompt_version": JUDGE_PROMPT_VERSION, "temperature": s.llm.temperature}
+    if s.judge.replicates:
+        # Recorded only when answers are re-judged (the spot-check), so that other runs keep their config_hash.
+        part.update(replicates=s.judge.replicates, replicate_sample=s.judge.replicate_sample)
+    return part
 
 
 def run_versions(s: Settings, evalset_sha256: str | None, corpus_sha256: str | None) -> VersionTuple:

@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 
 from rag_eval_assets.generation.judges import JUDGES
-from rag_eval_assets.judging.agreement import MINIMUM_PAIRS, TRUST_KAPPA, agreement, trusted
+from rag_eval_assets.judging.agreement import MINIMUM_PAIRS, TRUST_KAPPA, decide_trust
 from rag_eval_assets.judging.calibration import CalibratedMean, calibrated_mean, mean_difference
-from rag_eval_assets.judging.graded import with_grades
+from rag_eval_assets.judging.graded import pooled_agreement, with_grades
 from rag_eval_assets.labeling.grades import Grade, GradeKey
 from rag_eval_assets.runs.store import Run
 from rag_eval_assets.verdict.gate import weighted_terms
@@ -72,17 +72,16 @@ def judge_trust(cand: pd.DataFrame, grading: Grading) -> dict[str, JudgeTrust]:
     """Every judge with a graded judgement in the candidate's graded frame, and whether it is trusted."""
     out = {}
     for judge in JUDGES:
-        pairs = cand[(cand["judge"] == judge) & cand["grade"].notna()]
-        if pairs.empty:
+        a = pooled_agreement(cand, judge, grading.min_grades)
+        if a is None:
             continue
-        a = agreement(pairs["score"].to_numpy(), pairs["grade"].to_numpy(), minimum=grading.min_grades)
         kappa = None if math.isnan(a.kappa) else a.kappa
-        if a.too_few:
+        verdict = decide_trust(a, grading.trust_kappa, grading.min_grades)
+        if verdict is None:
             out[judge] = JudgeTrust(judge, a.n, kappa, True, f"{a.n} grade(s), fewer than min_grades "
                                                               f"{grading.min_grades}: trust not judged")
-            continue
-        verdict = trusted(a.kappa, grading.trust_kappa)
-        out[judge] = JudgeTrust(judge, a.n, kappa, verdict.trusted, f"{verdict.reason} ({a.n} grades)")
+        else:
+            out[judge] = JudgeTrust(judge, a.n, kappa, verdict.trusted, f"{verdict.reason} ({a.n} grades)")
     return out
 
 

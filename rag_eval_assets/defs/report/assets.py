@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 import dagster as dg
 import pandas as pd
 
+from rag_eval_assets.defs.fingerprints import GRADES_FILE
 from rag_eval_assets.defs.inputs.corpus import latest_unresolved_gold
 from rag_eval_assets.defs.metadata import run_versions_of, version_metadata
 from rag_eval_assets.defs.report.accept import accept_baseline
@@ -16,8 +17,10 @@ from rag_eval_assets.defs.report.comparison import PREVIEW_ROWS, check_failures,
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.defs.storage.parquet_io_manager import pipeline_of_run
 from rag_eval_assets.judging.grading import configured_grading
+from rag_eval_assets.labeling.grades import grades_path
 from rag_eval_assets.metrics.call_health import check_call_health, endpoint
 from rag_eval_assets.reports.html import CHARTS_DIR, build_report
+from rag_eval_assets.reports.judges import judges_markdown
 from rag_eval_assets.reports.markdown import markdown_table
 from rag_eval_assets.reports.run_directory import write_run
 from rag_eval_assets.reports.summary import (
@@ -30,7 +33,7 @@ from rag_eval_assets.reports.summary import (
 from rag_eval_assets.runs.baseline import baseline_of_run
 from rag_eval_assets.runs.pipeline_run import grid_contents, pipeline_run_config
 from rag_eval_assets.runs.status import new_status
-from rag_eval_assets.runs.store import SUMMARY_FILE, TIMESTAMP_FORMAT, Run, read_run, run_of_pipeline
+from rag_eval_assets.runs.store import JUDGES, SUMMARY_FILE, TIMESTAMP_FORMAT, Run, read_run, run_of_pipeline
 from rag_eval_assets.settings import Settings
 from rag_eval_assets.verdict.ranking import KRanking
 
@@ -55,6 +58,7 @@ def _created(run: Run) -> datetime:
     group_name="report",
     kinds={"html", "json"},
     ins={"retrieval_results": ALL, "answers": ALL, "judged_answers": ALL},
+    deps=[GRADES_FILE],  # the person's grades: a new grade makes the run directory again, judging nothing again
     code_version="1",
     check_specs=[dg.AssetCheckSpec(
         CALL_HEALTH_CHECK, asset="evaluation_run", blocking=True,
@@ -79,7 +83,7 @@ def evaluation_run(
     s = settings.load()
     contents = grid_contents(evalset, chunks, retrieval_results.values(), retrieval_metrics_per_query,
                              retrieval_metrics, answers.values(), judged_answers.values(), answer_metrics_per_query,
-                             answer_metrics, latest_unresolved_gold(context))
+                             answer_metrics, latest_unresolved_gold(context), grades_path(s.evalset.path), s.judge)
     # Known before the directory is written, so that it is written as failed: Dagster fails the step on this
     # blocking check only after the asset has returned, and a directory written as pending would wait for a
     # commit that never comes, with no word of why.
@@ -129,6 +133,8 @@ def evaluation_run(
             "summary": dg.MetadataValue.md(summary),
             "calls": dg.MetadataValue.md(markdown_table(CALL_HEALTH_HEADERS, call_health_rows(
                 contents.health.to_dict("records"))) if len(contents.health) else "_no answer, judge or ragas calls_"),
+            **({"judges": dg.MetadataValue.md(judges_markdown(run.metrics[JUDGES], "###"))}
+               if run.metrics.get(JUDGES) else {}),
             "key_chart": dg.MetadataValue.md(f"![hit@k and doc_hit@k per retriever](data:image/png;base64,{chart})"),
             **version_metadata(versions),
         },
