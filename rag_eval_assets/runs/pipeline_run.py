@@ -17,7 +17,7 @@ from rag_eval_assets.labeling.grades import load_grades
 from rag_eval_assets.metrics.aggregate import AGGREGATE_COLUMNS
 from rag_eval_assets.metrics.call_health import call_health
 from rag_eval_assets.runs.reproducibility import reproducibility_fields
-from rag_eval_assets.runs.store import PIPELINE_RUN_KEY, judgment_frame, metrics_document, results_rows, run_config
+from rag_eval_assets.runs.store import PIPELINE_RUN_KEY, judged_table_frame, metrics_document, results_rows, run_config
 from rag_eval_assets.runs.versions import VersionTuple
 from rag_eval_assets.settings import Settings
 
@@ -72,7 +72,8 @@ def grid_contents(
     judges = None
     if judged:
         grades = load_grades(grades_file) if grades_file.exists() else None
-        judges = judges_summary(judgment_frame(rows), grades, grades_file, trust_kappa=judge.trust_kappa,
+        # From the table, not from `rows`: they are made once, as write_run writes them.
+        judges = judges_summary(judged_table_frame(pd.concat(judged, ignore_index=True)), grades, grades_file, trust_kappa=judge.trust_kappa,
                                 min_grades=judge.min_grades).as_json()
     document = metrics_document(aggregate, not_computed, operational, health, unresolved_gold, judges)
     return GridContents(rows, document, health)

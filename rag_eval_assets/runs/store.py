@@ -19,7 +19,7 @@ import math
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import chain, count
@@ -136,7 +136,14 @@ class Run:
         return frame
 
 
-def judgment_frame(results: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def judged_table_frame(judged: pd.DataFrame) -> pd.DataFrame:
+    """judgment_frame of a judged_answers table, the digests as its results rows will carry them: for what is
+    summed up before (and apart from) the rows, which are made once, as they are written."""
+    return judgment_frame({"query_id": j["query_id"], "retriever": j["retriever"], "k": int(j["k"]),
+                           "judgments": [_judgment_record(j)]} for j in judged.to_dict("records"))
+
+
+def judgment_frame(results: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """Every judgement of results rows (results_rows, or results.jsonl read back): JUDGMENT_FRAME_COLUMNS."""
     records = [
         (row["query_id"], row["retriever"], row["k"], j.get("judge"),
