@@ -133,8 +133,9 @@ def test_a_rerun_with_nothing_changed_materializes_nothing_and_says_up_to_date(h
     assert code == 0 and "up to date" not in cold.values()
     code, warm = history["warm"]
     assert code == 0
-    # inputs with their fingerprints, the retrieval grid with retriever_config, the answer grid, metrics
-    assert warm.keys() == cold.keys() and len(warm) == 10 + 2 * 3 + 2 * 3 + 7
+    # inputs with their fingerprints, the retrieval grid with retriever_config, the answer grid, metrics (grades_file
+    # among them)
+    assert warm.keys() == cold.keys() and len(warm) == 10 + 2 * 3 + 2 * 3 + 8
     assert set(warm.values()) == {"up to date"}
 
 
