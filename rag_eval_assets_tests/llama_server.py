@@ -15,12 +15,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
+from rag_eval_assets_tests.waiting import wait_until_answers
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_ALIAS = "smollm2-135m"  # the model name the server answers to
@@ -76,25 +75,10 @@ def llama_server(
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                   preexec_fn=_die_with_parent)
         try:
-            _wait_until_up(server, base_url, log, startup_timeout_s)
+            wait_until_answers(server, base_url + "/models", "llama_cpp.server", log, startup_timeout_s)
             yield base_url
         finally:
             _stop(server)
-
-
-def _wait_until_up(server: subprocess.Popen, base_url: str, log, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if server.poll() is not None:
-            raise RuntimeError(f"llama_cpp.server exited with {server.returncode}:\n{_tail(log)}")
-        try:
-            if httpx.get(base_url + "/models", timeout=2.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"llama_cpp.server did not answer within {timeout_s:.0f} s:\n{_tail(log)}")
-        time.sleep(0.25)
 
 
 def _stop(server: subprocess.Popen) -> None:
@@ -109,11 +93,6 @@ def _stop(server: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             continue
     server.wait(timeout=5)
-
-
-def _tail(log, chars: int = 3000) -> str:
-    log.seek(0)
-    return log.read().decode("utf-8", errors="replace")[-chars:]
 
 
 @contextmanager

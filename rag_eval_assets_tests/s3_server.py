@@ -10,15 +10,14 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import httpx
 import pandas as pd
 
 from rag_eval_assets_tests.dagster_server import free_port
+from rag_eval_assets_tests.waiting import wait_until_answers
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 15.0
@@ -86,27 +85,12 @@ def s3_server(secret: str = DEFAULT_SECRET) -> Iterator[S3Server]:
         server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            _wait_until_up(server, endpoint, log)
+            wait_until_answers(server, f"{endpoint}/moto-api/data.json", "moto.server", log, START_TIMEOUT)
             _forget_clients()
             yield S3Server(endpoint, secret)
         finally:
             _forget_clients()
             _stop(server)
-
-
-def _wait_until_up(server: subprocess.Popen, endpoint: str, log) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        if server.poll() is not None:
-            raise RuntimeError(f"moto.server exited with {server.returncode}:\n{_tail(log)}")
-        try:
-            if httpx.get(f"{endpoint}/moto-api/data.json", timeout=2.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"moto.server did not answer within {START_TIMEOUT:.0f} s:\n{_tail(log)}")
-        time.sleep(0.2)
 
 
 def _stop(server: subprocess.Popen) -> None:
@@ -120,8 +104,3 @@ def _stop(server: subprocess.Popen) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
-
-
-def _tail(log, chars: int = 3000) -> str:
-    log.seek(0)
-    return log.read().decode("utf-8", errors="replace")[-chars:]

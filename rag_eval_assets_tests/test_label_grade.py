@@ -17,13 +17,10 @@ from rag_eval_assets.errors import InputError
 from rag_eval_assets.evalset.load import load_evalset
 from rag_eval_assets.labeling.grade_app import HIDDEN, GradeApp
 from rag_eval_assets.labeling.grade_session import GradeItem, GradeSession
-from rag_eval_assets.labeling.grades import (
-    PAIR_COLUMNS,
-    grades_path,
-    graded_pairs,
-    judge_input_sha256,
-    load_grades,
-)
+from rag_eval_assets.generation.judges import judge_input_sha256
+from rag_eval_assets.runs.store import judged_table_frame
+from rag_eval_assets.judging.graded import GRADED_COLUMNS, with_grades
+from rag_eval_assets.labeling.grades import grades_path, load_grades
 from rag_eval_assets.labeling.judged_run import (
     JudgedAnswer,
     disagreements,
@@ -57,6 +54,12 @@ def evalset(tmp_path: Path) -> Path:
 def _answers(first) -> list[JudgedAnswer]:
     _, run_dir, assets = first
     return read_judged_answers(run_dir, TableStore(assets).locate)[1]
+
+
+def graded_pairs(judged: pd.DataFrame, grades: Path) -> pd.DataFrame:
+    """The judged table's main judgements that a grade applies to, as the report and the gate match them."""
+    pairs = with_grades(judged_table_frame(judged), load_grades(grades))
+    return pairs[pairs["grade"].notna()]
 
 
 def _judged_table(assets: Path) -> pd.DataFrame:
@@ -234,8 +237,8 @@ def test_a_grade_is_matched_in_every_cell_and_later_run_with_the_same_judge_inpu
     grades = grades_path(evalset)
 
     pairs = graded_pairs(_judged_table(first[2]), grades)
-    assert tuple(pairs.columns) == PAIR_COLUMNS
-    graded = {(r.judge, r.retriever, r.k, r.query_id): (r.judge_score, r.grade) for r in pairs.itertuples()}
+    assert tuple(pairs.columns) == GRADED_COLUMNS
+    graded = {(r.judge, r.retriever, r.k, r.query_id): (r.score, r.grade) for r in pairs.itertuples()}
     expected = {}
     for a, (grounded, correct) in ((q1, (1, 2)), (q2, (3, 4))):
         for other in answers:

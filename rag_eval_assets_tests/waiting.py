@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+import httpx
+
 T = TypeVar("T")
 # No file written for this long: the run hangs. Below the 5 minutes after which Dagster logs again that a step is
 # still blocked by a pool, so a run stuck waiting for a slot is not taken for one making progress.
@@ -65,3 +67,26 @@ def run_to_end(command: Sequence[str], *, cwd: Path, env: Mapping[str, str], wat
     stdout.unlink()
     stderr.unlink()
     return subprocess.CompletedProcess(list(command), process.returncode, *texts)
+
+
+def wait_until_answers(server: subprocess.Popen, url: str, name: str, log, timeout_s: float) -> None:
+    """Until GET `url` answers 200 from the server process we started: fails at once with its log's tail when the
+    process ends first, and after `timeout_s` (a start that never answers)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if server.poll() is not None:
+            raise RuntimeError(f"{name} exited with {server.returncode}:\n{log_tail(log)}")
+        try:
+            if httpx.get(url, timeout=2.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{name} did not answer within {timeout_s:.0f} s:\n{log_tail(log)}")
+        time.sleep(0.25)
+
+
+def log_tail(log, chars: int = 3000) -> str:
+    """The end of a server's log file (opened binary, read from the start)."""
+    log.seek(0)
+    return log.read().decode("utf-8", errors="replace")[-chars:]

@@ -1,5 +1,5 @@
 """Human grades of judged answers (issue 23): what a person gave an answer on a judge's own scale, kept in
-`EVALSET.grades.jsonl` beside the evalset, and matched back to a judged table.
+`EVALSET.grades.jsonl` beside the evalset (judging/graded.py matches them to a run's judgements).
 
 A grade is keyed by question id, judge metric and the sha256 of the judge's input (the chat messages the judge was
 sent: its instructions, the question, the context, the answer and, for correctness, the reference). A later run
@@ -20,10 +20,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 
 from rag_eval_assets.errors import InputError, InputProblem
-from rag_eval_assets.generation.judges import JUDGES, judge_input_sha256
+from rag_eval_assets.generation.judges import JUDGES
 from rag_eval_assets.generation.prompts import JUDGE_PROMPTS
 from rag_eval_assets.labeling.evalset_file import write_atomically
 
@@ -31,7 +30,6 @@ SUFFIX = ".grades.jsonl"
 # A grade further than this from the judge's score is a disagreement (`--only disagreements`): on a 0-5 scale a
 # one-point difference is a judgement call, two points are a different verdict.
 DISAGREEMENT_POINTS = 1
-PAIR_COLUMNS = ("judge", "retriever", "k", "query_id", "judge_score", "grade")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -139,20 +137,3 @@ def save_grades(path: Path, grades: Iterable[Grade]) -> None:
     ordered = sorted(grades, key=lambda g: (g.query_id, g.judge, g.judge_input_sha256))
     text = "".join(json.dumps(asdict(g), ensure_ascii=False) + "\n" for g in ordered)
     write_atomically(path, text.encode("utf-8"))
-
-
-def graded_pairs(judged: pd.DataFrame, grades_file: Path) -> pd.DataFrame:
-    """The (judge score, human grade) pairs of a judged table (query_id, retriever, k, judge, score, judge_input,
-    replicate): one row per main judgement (replicate 0) with a score whose question, judge and judge input a grade
-    in `grades_file` has. Columns PAIR_COLUMNS; group by `judge` (and `retriever`, `k`) for the agreement of each
-    metric (and cell). An answer graded once is paired in every cell whose judge saw the same input."""
-    grades = load_grades(grades_file)
-    rows = []
-    main = judged[(judged["replicate"] == 0) & judged["score"].notna()]
-    for r in main.itertuples(index=False):
-        grade = grades.get(GradeKey(str(r.query_id), str(r.judge), judge_input_sha256(r.judge_input)))
-        if grade is not None:
-            rows.append((r.judge, r.retriever, int(r.k), r.query_id, float(r.score), grade.grade))
-    pairs = pd.DataFrame(rows, columns=list(PAIR_COLUMNS))
-    return pairs.astype({"k": "int64", "judge_score": "float64", "grade": "int64"})
-
