@@ -1,8 +1,9 @@
 """The jobs that fan out on a real Dask cluster from rag_eval.yaml's `execution.dask` alone: a `dask scheduler` and two
 `dask worker` processes started from their command line on loopback, `dagster dev` (webserver and daemon) on the
-same configuration. `rag-eval run`, a `rag-eval backfill` the daemon runs, a materialization and its re-execution
-launched through the webserver's GraphQL API all execute their steps on the workers (which worker ran which step is
-read from the scheduler, and printed); a worker killed while its step runs has that step run again on the other.
+same configuration. A night that the daemon takes from the queue and the nightly_progress sensor carries on,
+`rag-eval run --force`, a `rag-eval backfill` the daemon runs, a materialization and its re-execution launched through the webserver's
+GraphQL API all execute their steps on the workers (which worker ran which step is read from the scheduler, and
+printed); a worker killed while its step runs has that step run again on the other.
 
 The tests share one cluster and server and run in file order: the last one kills a worker."""
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import threading
 from collections.abc import Iterator
 
@@ -17,11 +19,16 @@ import dagster as dg
 import pytest
 
 from rag_eval_assets.definitions import build_defs
+from rag_eval_assets.defs.automation import NIGHT_TAG
 from rag_eval_assets.defs.cluster_resources import RESOURCE_REQUIREMENTS_TAG
-from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, CLUSTER_JOBS, METRICS_JOB
-from rag_eval_assets_tests.dagster_server import BIN, dagster_env, graphql, running_server, wait_for_asset_keys
+from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, CLUSTER_JOBS, INPUTS_JOB, METRICS_JOB, pipeline_stages
+from rag_eval_assets.settings import load_settings
+from rag_eval_assets_tests.dagster_server import (
+    BIN, REPO, dagster_env, graphql, running_server, wait_for_asset_keys,
+)
 from rag_eval_assets_tests.dask_cluster import DaskCluster, dask_cluster, steps_by_worker
 from rag_eval_assets_tests.llm_fault_server import llm_fault_server, schema_reply
+from rag_eval_assets_tests.nightly_host import night_runs
 from rag_eval_assets_tests.sample_config import write_sample_config
 from rag_eval_assets_tests.stored_tables import stored_table
 from rag_eval_assets_tests.waiting import IDLE_S, run_to_end, wait_for
@@ -159,12 +166,40 @@ def test_encode_steps_ask_for_a_gpu_worker_when_the_device_is_cuda(tmp_path):
     }
 
 
+def test_a_night_the_daemon_runs_executes_on_the_workers(stack):
+    """A night as the 02:00 schedule starts one (`rag-eval nightly` queues night_start's request, the schedule's own):
+    the daemon launches its inputs run from the queue and the nightly_progress sensor the grid runs; their steps run
+    on the workers, the metrics run on the host. The first night on this store: every stage has work."""
+    started = subprocess.run([str(BIN / "dagster"), "sensor", "start", "nightly_progress", "-w", "workspace.yaml"],
+                             cwd=REPO, env=stack["env"], capture_output=True, text=True)
+    assert started.returncode == 0, started.stdout + started.stderr
+    done = run_to_end([str(BIN / "rag-eval"), "--config", str(stack["config"]), "nightly", "--wait"],
+                      cwd=stack["tmp"], env=stack["env"], watch=stack["tmp"])
+    with _instance(stack) as instance:
+        failures = [e.message for run in instance.get_runs() for e in instance.all_logs(run.run_id)
+                    if e.dagster_event and (e.dagster_event.is_step_failure or (
+                        e.dagster_event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION
+                        and not e.dagster_event.event_specific_data.passed))]
+    assert done.returncode == 0, done.stdout + done.stderr + "\n".join(map(str, failures))
+    with _instance(stack) as instance:
+        [night] = {run.tags[NIGHT_TAG] for run in instance.get_runs() if NIGHT_TAG in run.tags}
+        runs = night_runs(instance, night)
+    expected = {(job, key) for job, _, keys in pipeline_stages(load_settings(stack["config"])) for key in keys}
+    assert {(run.job_name, run.tags.get("dagster/partition")) for run in runs} == expected
+    assert {run.status for run in runs} == {dg.DagsterRunStatus.SUCCESS}
+    assert {run.tags.get("dagster/sensor_name") for run in runs if run.job_name != INPUTS_JOB} == {"nightly_progress"}
+    _assert_every_step_ran_on_a_worker(stack, "a night (`rag-eval nightly`)", [r for r in runs if r.job_name in CLUSTER_JOBS])
+    [metrics] = [r for r in runs if r.job_name == METRICS_JOB]
+    assert not _show_steps_by_worker(stack, "the night's metrics run", [metrics])
+
+
 def test_rag_eval_run_executes_the_fanning_out_jobs_on_the_workers(stack):
-    done = run_to_end([str(BIN / "rag-eval"), "--config", str(stack["config"]), "run"], cwd=stack["tmp"],
+    # --force: the night committed every table; the run computes them all again, compared with the night's run.
+    done = run_to_end([str(BIN / "rag-eval"), "--config", str(stack["config"]), "run", "--force"], cwd=stack["tmp"],
                       env=stack["env"])
     assert done.returncode == 0, done.stdout + done.stderr
     with _instance(stack) as instance:
-        runs = instance.get_runs()
+        runs = [run for run in instance.get_runs() if NIGHT_TAG not in run.tags]
     assert {run.job_name for run in runs} == {*CLUSTER_JOBS, METRICS_JOB}
     assert all(run.status == dg.DagsterRunStatus.SUCCESS for run in runs)
     _assert_every_step_ran_on_a_worker(stack, "`rag-eval run`", [r for r in runs if r.job_name in CLUSTER_JOBS])

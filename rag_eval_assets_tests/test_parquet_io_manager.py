@@ -7,6 +7,8 @@ from datetime import datetime, timedelta, timezone
 
 import dagster as dg
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from upath import UPath
 
@@ -16,7 +18,7 @@ from rag_eval_assets.defs.storage.parquet_io_manager import (
     LazyPartitions,
     ParquetIOManagerResource,
 )
-from rag_eval_assets.defs.storage.table_store import CURRENT, STAGING, TableStore, version_name
+from rag_eval_assets.defs.storage.table_store import CURRENT, STAGING, CommitConflict, TableStore, version_name
 
 GRID = dg.MultiPartitionsDefinition(
     {"retriever": dg.StaticPartitionsDefinition(["bm25", "dense"]), "k": dg.StaticPartitionsDefinition(["5", "10"])}
@@ -239,3 +241,58 @@ def test_a_commit_collects_orphans_older_than_a_day_and_staging_abandoned_for_a_
     assert dg.materialize([_one_value_asset("v1")], resources=_resources(tmp_path)).success  # a commit
     assert not orphans["old"].exists() and not abandoned.parent.exists()
     assert orphans["fresh"].exists()  # may be a run's write in progress
+
+
+def test_a_pipeline_reads_one_snapshot_and_fails_clearly_rather_than_commit_beside_another_runs_tables(tmp_path):
+    store = TableStore(tmp_path)
+
+    def version(entry: str, value: str, run: str) -> str:
+        return store.write(entry, pa.table({"value": [value]}), run)
+
+    def values(pipeline: str | None) -> dict[str, str]:
+        return {entry: pq.read_table(store.locate(entry, pipeline))["value"][0].as_py() for entry in ("chunks", "answers")}
+
+    store.commit_now("chunks", version("chunks", "c0", "first"), "first")
+    store.commit_now("answers", version("answers", "a0", "first"), "first")
+    # p (recomputes the answers only) and r (recomputes everything) read the tables as they are now.
+    assert values("p") == values("r") == {"chunks": "c0", "answers": "a0"}
+    # Meanwhile q and then s recompute everything and commit.
+    for other in ("q", "s"):
+        store.stage(other, "chunks", version("chunks", f"c-{other}", other))
+        store.stage(other, "answers", version("answers", f"a-{other}", other))
+        assert store.commit(other) == ["answers", "chunks"]
+    assert values(None) == {"chunks": "c-s", "answers": "a-s"}
+    # p and r still read their snapshot; its files are kept while they may read them, though out of current.json.
+    assert values("p") == values("r") == {"chunks": "c0", "answers": "a0"}
+    c0 = store.pinned_base("p")["tables"]["chunks"]
+    assert c0 not in {*store.current()["tables"].values(), *store.current()["previous"].values()}
+
+    # p's answers beside s's chunks would be two runs mixed: nothing of p is committed, and it says why.
+    store.stage("p", "answers", version("answers", "a-p", "p"))
+    before = (tmp_path / CURRENT).read_bytes()
+    with pytest.raises(CommitConflict) as info:
+        store.commit("p")
+    assert str(info.value) == (
+        "pipeline p was not committed: since it read the tables (generation 2), other commits changed chunks, "
+        "which it did not recompute (now generation 4, last by s). Its tables beside those would mix two runs: "
+        "run it again")
+    assert (tmp_path / CURRENT).read_bytes() == before
+    assert sorted(store.staged("p")) == ["answers"]  # kept: committing it again fails the same way
+    with pytest.raises(CommitConflict):
+        store.commit("p")
+
+    # r recomputed every table the others changed: its commit replaces them all, so every table is r's.
+    store.stage("r", "chunks", version("chunks", "c-r", "r"))
+    store.stage("r", "answers", version("answers", "a-r", "r"))
+    assert store.commit("r") == ["answers", "chunks"]
+    assert values(None) == {"chunks": "c-r", "answers": "a-r"} and store.current()["pipeline"] == "r"
+    assert not (tmp_path / STAGING / "r").exists()
+    assert (tmp_path / c0).exists()  # p's staging still names it
+
+
+def test_a_pipeline_with_nothing_to_write_leaves_no_staging(tmp_path):
+    store = TableStore(tmp_path)
+    store.commit_now("chunks", store.write("chunks", pa.table({"value": ["c0"]}), "first"), "first")
+    assert store.tables("p") == store.current()["tables"]  # pins p's base
+    assert (tmp_path / STAGING / "p").exists()
+    assert store.commit("p") == [] and not (tmp_path / STAGING / "p").exists()

@@ -1,7 +1,8 @@
 """storage_dir on s3:// against a real S3-compatible server on loopback (moto's, s3_server.py), reached through the
 AWS_* variables only: a run writes its tables and current.json to the bucket and a second run recomputes nothing; a
-run killed midway changes no byte a reader sees; two runs that commit at the same moment serialise (the second adds
-its tables to what the first committed) and current.json never names a table of one beside a table of the other."""
+run killed midway changes no byte a reader sees; two runs that commit at the same moment serialise (the second
+replaces what the first committed) and current.json never names a table of one beside a table of the other; a run
+that recomputed less than another committed meanwhile fails clearly and commits nothing."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
 from rag_eval_assets.defs.storage.table_store import CURRENT, STAGING, SWAP_ATTEMPTS, CommitConflict, TableStore
 from rag_eval_assets_tests.s3_server import s3_server
 from rag_eval_assets_tests.sample_config import write_sample_config
-from rag_eval_assets_tests.waiting import wait_for
+from rag_eval_assets_tests.waiting import run_to_end, wait_for
 
 GRID = "retrievers: [bm25]\nk_values: [1, 5]\nanswering: {k_values: [5]}\n"
 # Other chunks: every table of the pipeline is recomputed.
@@ -44,6 +45,8 @@ meeting, me, other, config = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.ar
 put = compare_and_swap.put_if_unchanged
 
 def put_together(path, text, etag):
+    if path.name != "current.json":  # a pipeline's base, pinned once
+        return put(path, text, etag)
     (meeting / me).touch()
     while not (meeting / other).exists():
         time.sleep(0.05)
@@ -253,3 +256,55 @@ def test_two_runs_committing_at_the_same_moment_serialise(s3, tmp_path):
     assert {run_of[file.rsplit("-", 1)[-1][:8]] for file in current["previous"].values()} == {first}
     objects = s3.objects(bucket)
     assert all(ASSETS + file in objects for file in (*current["tables"].values(), *current["previous"].values()))
+
+
+def test_a_run_that_recomputed_less_than_another_committed_meanwhile_fails_clearly(s3, tmp_path, monkeypatch, capsys):
+    """A run that recomputes the answers at a new k reads the tables of the first run; before it commits, another
+    run with other chunks recomputes and commits everything. Its answers beside the other's chunks would mix two
+    runs: it fails, says why, and commits nothing; run again, it recomputes on the other's tables."""
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    bucket = "partial-run"
+    s3.create_bucket(bucket)
+    config = _config(tmp_path, bucket)
+    assert main(["--config", str(config), "run"]) == 0
+    # The same configuration with a second answering k: in the same instance, only the new answers and what reads
+    # them are recomputed.
+    config.write_text(config.read_text(encoding="utf-8").replace("k_values: [5]", "k_values: [5, 1]"),
+                      encoding="utf-8")
+    other = _config(tmp_path / "other", bucket, RECHUNKED)
+    other_env = s3.env({**os.environ, "DAGSTER_HOME": str(tmp_path / "other" / "home")})
+    commit = TableStore.commit
+
+    def another_run_commits_first(store, pipeline):  # fault injection: the other run ends first
+        done = run_to_end([str(RAG_EVAL), "--config", str(other), "run"], cwd=tmp_path / "other", env=other_env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return commit(store, pipeline)
+
+    monkeypatch.setattr(TableStore, "commit", another_run_commits_first)
+    capsys.readouterr()
+    assert main(["--config", str(config), "run"]) == 1
+    out = capsys.readouterr().out
+    store = TableStore(f"s3://{bucket}/{ASSETS}")
+    current = store.current()
+    pipelines = {me: set(_run_ids(home).values()) for me, home in (("me", tmp_path / "home"),
+                                                                   ("other", tmp_path / "other" / "home"))}
+    assert {current["pipeline"]} == pipelines["other"]
+    # What readers see is the other run's, whole: not one table of the failed run beside it.
+    others = {run_id[:8] for run_id in _run_ids(tmp_path / "other" / "home")}
+    assert all(file.rsplit("-", 1)[-1][:8] in others for file in current["tables"].values())
+    assert "answers/retriever=bm25/k=1" not in current["tables"]
+    failure = next(line for line in out.splitlines() if line.startswith("run failed (exit 1): "))
+    assert failure.startswith("run failed (exit 1): pipeline ")
+    assert "was not committed: since it read the tables (generation 1), other commits changed " in failure
+    assert "chunks" in failure and failure.endswith("Its tables beside those would mix two runs: run it again")
+    run_dirs = sorted((tmp_path / "data" / "runs").iterdir())
+    status = json.loads((run_dirs[-1] / "status.json").read_text(encoding="utf-8"))
+    assert status["state"] == "failed" and status["reasons"] == [failure.removeprefix("run failed (exit 1): ")]
+
+    # Run again: it reads the other run's tables, recomputes what they changed, and commits.
+    monkeypatch.setattr(TableStore, "commit", commit)
+    assert main(["--config", str(config), "run"]) == 0
+    current = store.current()
+    assert current["pipeline"] not in pipelines["other"] and "answers/retriever=bm25/k=1" in current["tables"]
+    mine = {run_id[:8] for run_id in _run_ids(tmp_path / "home")}
+    assert all(file.rsplit("-", 1)[-1][:8] in mine for file in current["tables"].values())

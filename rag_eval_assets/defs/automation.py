@@ -30,6 +30,7 @@ from rag_eval_assets.defs.fingerprints import CORPUS_FILES, EVALSET_FILE
 from rag_eval_assets.defs.jobs import INPUTS_JOB, JOBS, commit_pipeline, inputs_job, pipeline_stages
 from rag_eval_assets.defs.staleness import Planner, Step
 from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
+from rag_eval_assets.defs.storage.table_store import CommitConflict
 from rag_eval_assets.settings import Settings
 
 NIGHT_TAG = "rag_eval/night"
@@ -93,7 +94,10 @@ def nightly_requests(instance: dg.DagsterInstance, asset_graph: BaseAssetGraph, 
     steps = planner.next_steps(pipeline_stages(settings), done=set(status))
     if steps:
         return [_request(night, step, asset_graph) for step in steps]
-    committed = commit(night_tags(night)[PIPELINE_TAG])
+    try:
+        committed = commit(night_tags(night)[PIPELINE_TAG])
+    except CommitConflict as exc:  # its staging is kept: every later tick says the same until a new night
+        return dg.SkipReason(f"{night_not_committed(night)}: {exc}")
     return dg.SkipReason(night_complete(night) + (f"; committed {len(committed)} tables" if committed else ""))
 
 
@@ -101,6 +105,12 @@ def night_complete(night: str) -> str:
     """How the sensor's tick says that `night` ran everything and its tables are committed (`rag-eval nightly
     --wait` reads it)."""
     return f"night {night} is complete"
+
+
+def night_not_committed(night: str) -> str:
+    """How the sensor's tick says that `night` ran everything but another pipeline committed meanwhile tables it
+    did not recompute, so its own were not committed."""
+    return f"night {night} ran but was not committed"
 
 
 def step_status(runs: Iterable[dg.DagsterRun]) -> dict[tuple[str, str | None], dg.DagsterRunStatus]:

@@ -18,8 +18,8 @@ from rag_eval_assets.defs.fingerprints import GRADES_FILE, RETRIEVER_CONFIG
 from rag_eval_assets.defs.partitions import SUT_GROUP, answer_grid_partitions, retriever_partitions, sut_partitions
 from rag_eval_assets.defs.staleness import Planner, Stage, Step, every_step
 from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
-from rag_eval_assets.defs.storage.table_store import TableStore
-from rag_eval_assets.runs.status import mark_good
+from rag_eval_assets.defs.storage.table_store import CommitConflict, TableStore
+from rag_eval_assets.runs.status import mark_good, mark_pipeline_failed
 from rag_eval_assets.runs.store import list_runs
 from rag_eval_assets.settings import Settings
 
@@ -87,9 +87,15 @@ def pipeline_stages(settings: Settings) -> list[Stage]:
 
 def commit_pipeline(settings: Settings, pipeline: str) -> list[str]:
     """Make the tables `pipeline` wrote current, in one put of current.json, then its run directory good (a later
-    run may take it as its baseline: runs/status.py); the entries committed."""
-    committed = TableStore(settings.assets_dir).commit(pipeline)
-    mark_good(list_runs(settings.runs_dir), pipeline)
+    run may take it as its baseline: runs/status.py); the entries committed. When another pipeline committed
+    meanwhile what this one did not recompute (CommitConflict, re-raised), its run directory is failed with why."""
+    run_dirs = list_runs(settings.runs_dir)
+    try:
+        committed = TableStore(settings.assets_dir).commit(pipeline)
+    except CommitConflict as exc:
+        mark_pipeline_failed(run_dirs, pipeline, [str(exc)])
+        raise
+    mark_good(run_dirs, pipeline)
     return committed
 
 

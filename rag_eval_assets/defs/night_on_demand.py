@@ -30,7 +30,7 @@ from dagster._core.workspace.context import WorkspaceProcessContext, WorkspaceRe
 from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
 
 from rag_eval_assets.defs.automation import (
-    NIGHT_TAG, failed_steps, latest_night, night_complete, night_start, step_status,
+    NIGHT_TAG, failed_steps, latest_night, night_complete, night_not_committed, night_start, step_status,
 )
 from rag_eval_assets.settings import Settings
 
@@ -122,9 +122,12 @@ def follow_night(instance: dg.DagsterInstance, night: str, on_finished: Callable
         if sensor is None or not sensor.is_running:
             return f"the {SENSOR} sensor was stopped: nothing carries the night on"
         last = instance.get_ticks(sensor.instigator_origin_id, sensor.selector_id, limit=1)
-        if all(run.is_finished for run in runs) and last and (last[0].skip_reason or "").startswith(
-                night_complete(night)):
-            return None
+        said = (last[0].skip_reason or "") if last else ""
+        if all(run.is_finished for run in runs):
+            if said.startswith(night_complete(night)):
+                return None
+            if said.startswith(night_not_committed(night)):
+                return said.removeprefix(night_not_committed(night) + ": ")
         time.sleep(POLL_S)
 
 

@@ -14,6 +14,7 @@ from rag_eval_assets.defs.jobs import RunResult, pipeline_stages, run_pipeline
 from rag_eval_assets.defs.run_guard import own_tags, recover_dead_runs, watching
 from rag_eval_assets.defs.run_log import RunLog
 from rag_eval_assets.defs.staleness import Planner, Step
+from rag_eval_assets.defs.storage.table_store import CommitConflict
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.redaction import redact_text
 from rag_eval_assets.settings import Settings
@@ -49,19 +50,25 @@ def execute_pipeline(
             return watching(instance, run_id, say)
 
         materialized: dict[tuple, str] = {}
-        for step in run_pipeline(defs, settings, instance, tags=own_tags(), around=around, force=force,
-                                 on_cluster=on_cluster):
-            label = step.job + (f" [{step.partition}]" if step.partition else "")
-            print(f"{label}: {'succeeded' if step.result.success else 'FAILED'} (run {step.result.run_id})")
-            materialized.update(_materialized(step.result))
-            failed_checks = _checks(step.result)
-            if not step.result.success:
-                failed_run = step.result.run_id
-                # A failed blocking check says why in its own description; Dagster's error only names it.
-                errors += failed_checks
-                step_errors, raised_on_input = _step_errors(step.result, failed_checks)
-                errors += step_errors
-                input_error |= raised_on_input
+        last_run = None
+        try:
+            for step in run_pipeline(defs, settings, instance, tags=own_tags(), around=around, force=force,
+                                     on_cluster=on_cluster):
+                last_run = step.result.run_id
+                label = step.job + (f" [{step.partition}]" if step.partition else "")
+                print(f"{label}: {'succeeded' if step.result.success else 'FAILED'} (run {step.result.run_id})")
+                materialized.update(_materialized(step.result))
+                failed_checks = _checks(step.result)
+                if not step.result.success:
+                    failed_run = step.result.run_id
+                    # A failed blocking check says why in its own description; Dagster's error only names it.
+                    errors += failed_checks
+                    step_errors, raised_on_input = _step_errors(step.result, failed_checks)
+                    errors += step_errors
+                    input_error |= raised_on_input
+        except CommitConflict as exc:  # every run succeeded, but the tables could not become current
+            failed_run = last_run
+            errors.append(str(exc))
         planner = Planner(defs.resolve_asset_graph(), settings, instance)
         for key, partition, why in planner.listing(pipeline_stages(settings)):
             state = materialized.get((key, partition)) or (f"not run: {why}" if why else "up to date")

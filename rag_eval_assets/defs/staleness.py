@@ -65,10 +65,8 @@ class Planner:
                               instance=instance, asset_graph=asset_graph)
         # A fresh resolver (it caches what it reads), built as the webserver builds the UI's.
         self.resolver = CachingStaleStatusResolver(instance=instance, asset_graph=asset_graph, loading_context=view)
-        # What readers see, and what `pipeline` (the one asking) wrote so far: both are up to date for it.
-        store = TableStore(settings.assets_dir)
-        staged = store.staged(pipeline).values() if pipeline else ()
-        self.current = set(store.current()["tables"].values()) | set(staged)
+        # What `pipeline` (the one asking) reads, its base and what it wrote so far; else what readers see.
+        self.current = set(TableStore(settings.assets_dir).tables(pipeline).values())
 
     def state(self, key: dg.AssetKey, partition: str | None) -> str | None:
         """Why (key, partition) needs a run, or None when it is up to date."""

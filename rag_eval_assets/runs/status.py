@@ -88,10 +88,21 @@ def mark_failed(run_dir: Path, failures: Iterable[str]) -> RunStatus:
 
 def mark_good(run_dirs: Iterable[Path], pipeline: str | None) -> list[Path]:
     """`pipeline` finished: its pending run directories among `run_dirs` become good; those marked."""
-    marked = []
-    for run_dir in run_dirs:
-        status = read_status(run_dir)
-        if status is not None and status.state == PENDING and status.pipeline == pipeline:
-            _write(run_dir, RunStatus(GOOD, pipeline))
-            marked.append(run_dir)
+    marked = _pending_of(run_dirs, pipeline)
+    for run_dir in marked:
+        _write(run_dir, RunStatus(GOOD, pipeline))
     return marked
+
+
+def mark_pipeline_failed(run_dirs: Iterable[Path], pipeline: str, failures: Iterable[str]) -> list[Path]:
+    """`pipeline` ran to its end but could not finish (its tables were not committed): its pending run directories
+    among `run_dirs` fail with `failures`; those marked."""
+    marked = _pending_of(run_dirs, pipeline)
+    for run_dir in marked:
+        mark_failed(run_dir, failures)
+    return marked
+
+
+def _pending_of(run_dirs: Iterable[Path], pipeline: str | None) -> list[Path]:
+    return [run_dir for run_dir in run_dirs if (status := read_status(run_dir)) is not None
+            and status.state == PENDING and status.pipeline == pipeline]

@@ -4,16 +4,23 @@ Layout under the store's base path (`<storage_dir>/assets`):
 
     <entry>/<version>.parquet            one immutable file per write; entry = asset[/dim=value...]
     _staging/<pipeline>/<entry>.json     a pipeline's written but not yet committed versions, one object per entry
+    _staging/<pipeline>/.base            the tables the pipeline reads: current.json's as it first touched the store
     current.json                         {"generation", "committed_at", "pipeline", "tables": {entry: file},
                                           "previous": {entry: file}}: the tables readers see, and the version each
                                           entry had before its last change
 
 A version's name starts with its UTC write time, so garbage collection can tell an old orphan from a file that a
 run is writing right now. Object stores have no atomic rename but replace a single object atomically, which is all a
-commit needs; a local store writes current.json to a temporary name and renames it. A commit reads current.json,
-adds its versions and replaces it; commits are serialised by a file lock on a local store, a thread lock in
-memory://, and on S3 by a conditional write (compare_and_swap.py): a commit that finds current.json replaced since
-it read it reads it again and adds its versions to the new one, as it would have after waiting for the lock.
+commit needs; a local store writes current.json to a temporary name and renames it.
+
+A pipeline reads one snapshot: its own staged versions, else those of its base, pinned when it first reads or
+writes the store, so another pipeline's commit meanwhile changes nothing it reads. Its commit reads current.json,
+adds its versions and replaces it. When entries it did not write changed since its base (another pipeline
+committed them), its tables beside those would be a mixture of two runs: the commit fails with CommitConflict,
+nothing of it committed and its staging kept, and the pipeline is run again on the new tables. Commits are
+serialised by a file lock on a local store, a thread lock in memory://, and on S3 by a conditional write
+(compare_and_swap.py): a commit that finds current.json replaced since it read it reads it again, checks it again
+and adds its versions to the new one, as it would have after waiting for the lock.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
 import threading
 import uuid
 from collections.abc import Iterator
@@ -34,6 +42,7 @@ from rag_eval_assets.defs.storage import compare_and_swap
 
 CURRENT = "current.json"
 STAGING = "_staging"
+BASE = ".base"  # not *.json: never taken for an entry's marker
 LOCK = ".commit.lock"
 EXTENSION = ".parquet"
 _TIME_FORMAT = "%Y%m%dT%H%M%S%fZ"
@@ -60,7 +69,8 @@ def _written_at(file: str) -> datetime | None:
 
 
 class CommitConflict(RuntimeError):
-    """Other commits kept replacing current.json while this one was adding its versions: nothing was committed."""
+    """Nothing was committed: another pipeline committed tables this one did not write since this one read the
+    store, or other commits kept replacing current.json while this one was adding its versions."""
 
 
 class TableStore:
@@ -99,13 +109,34 @@ class TableStore:
         }
 
     def locate(self, entry: str, pipeline: str | None = None) -> UPath | None:
-        """The file a reader gets for `entry`: inside `pipeline` its own staged version first, else the committed one."""
-        if pipeline is not None:
+        """The file a reader gets for `entry`: inside `pipeline` its own staged version first, else its base's;
+        outside any pipeline the committed one."""
+        if pipeline is None:
+            file = self.current()["tables"].get(entry)
+        else:
             marker = self.base / STAGING / pipeline / f"{entry}.json"
             if marker.exists():
                 return self.base / json.loads(marker.read_text(encoding="utf-8"))["file"]
-        file = self.current()["tables"].get(entry)
+            file = self.pinned_base(pipeline)["tables"].get(entry)
         return None if file is None else self.base / file
+
+    def tables(self, pipeline: str | None = None) -> dict[str, str]:
+        """entry -> file of every table a reader sees: inside `pipeline` its base with its staged versions over it,
+        outside any pipeline the committed ones."""
+        if pipeline is None:
+            return dict(self.current()["tables"])
+        return {**self.pinned_base(pipeline)["tables"], **self.staged(pipeline)}
+
+    def pinned_base(self, pipeline: str) -> dict:
+        """{"generation", "tables", "pinned_at"}: current.json as it was when `pipeline` first read or wrote the
+        store, pinned then; processes that pin at the same moment all get the one written first."""
+        path = self.base / STAGING / pipeline / BASE
+        if not path.exists():
+            current = self.current()
+            record = {"generation": current["generation"], "tables": current["tables"],
+                      "pinned_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            self._create(path, json.dumps(record, indent=1) + "\n")
+        return json.loads(path.read_text(encoding="utf-8"))
 
     # Writing --------------------------------------------------------------------------------------------------
 
@@ -121,6 +152,7 @@ class TableStore:
 
     def stage(self, pipeline: str, entry: str, file: str) -> None:
         """Record `file` as `pipeline`'s version of `entry`; a version it staged before for the entry is dropped."""
+        self.pinned_base(pipeline)  # a pipeline that writes before it reads commits over what was current then
         marker = self.base / STAGING / pipeline / f"{entry}.json"
         replaced = json.loads(marker.read_text(encoding="utf-8"))["file"] if marker.exists() else None
         marker.parent.mkdir(parents=True, exist_ok=True)
@@ -131,12 +163,14 @@ class TableStore:
 
     def commit(self, pipeline: str) -> list[str]:
         """Make every version `pipeline` staged current in one put of current.json; the entries committed (none when
-        nothing is staged, so committing twice is harmless)."""
+        nothing is staged, so committing twice is harmless). Raises CommitConflict, its staging kept, when another
+        pipeline committed entries this one did not write since its base."""
         with self._locked():
             staged = self.staged(pipeline)
             if staged:
-                self._replace_current(staged, pipeline)
-                self._drop(self.base / STAGING / pipeline)
+                self._replace_current(staged, pipeline, self.pinned_base(pipeline))
+            self._drop(self.base / STAGING / pipeline)
+            if staged:
                 self._collect_garbage()
         return sorted(staged)
 
@@ -148,9 +182,11 @@ class TableStore:
 
     # Internals ------------------------------------------------------------------------------------------------
 
-    def _replace_current(self, changes: dict[str, str], pipeline: str) -> None:
+    def _replace_current(self, changes: dict[str, str], pipeline: str, base: dict | None = None) -> None:
         for _ in range(SWAP_ATTEMPTS):
             old, etag = self._read_current()
+            if base is not None:
+                _refuse_a_mixture(base, old, changes, pipeline)
             record, superseded = _with_changes(old, changes, pipeline)
             if self._put_current(json.dumps(record, indent=1) + "\n", etag):
                 break
@@ -159,8 +195,9 @@ class TableStore:
                 f"{self.base / CURRENT}: replaced by {SWAP_ATTEMPTS} other commits while {pipeline} was committing; "
                 "nothing of it was committed: run it again"
             )
-        # Only after the pointer has moved: the generation before the previous one is read by nobody.
-        kept = set(record["tables"].values()) | set(record["previous"].values())
+        # Only after the pointer has moved: the generation before the previous one is read by nobody but a
+        # pipeline whose base still names it.
+        kept = set(record["tables"].values()) | set(record["previous"].values()) | self._pinned()[1]
         for file in superseded:
             if file not in kept:
                 (self.base / file).unlink(missing_ok=True)
@@ -179,19 +216,29 @@ class TableStore:
             target.write_text(text, encoding="utf-8")  # one put replaces one object atomically
         return True
 
-    def _collect_garbage(self, now: datetime | None = None) -> None:
-        """Drop staging abandoned for a week, then every version that no manifest references and that is older than
-        ORPHAN_GRACE (a failed write, a pipeline that never committed)."""
+    def _pinned(self, now: datetime | None = None) -> tuple[list[UPath], set[str]]:
+        """The staging folders abandoned for ABANDONED_STAGING, and the files the others stage or read (their bases)."""
         now = now or datetime.now(timezone.utc)
         staging = self.base / STAGING
-        referenced = set()
+        abandoned, pinned = [], set()
         for pipeline_dir in staging.iterdir() if staging.exists() else []:
             markers = _markers(pipeline_dir)
-            latest = max((datetime.fromisoformat(m["staged_at"]) for m in markers), default=None)
-            if latest is None or now - latest > ABANDONED_STAGING:
-                self._drop(pipeline_dir)
+            base = _read_or_none(pipeline_dir / BASE)
+            times = [datetime.fromisoformat(m["staged_at"]) for m in markers]
+            times += [datetime.fromisoformat(base["pinned_at"])] if base else []
+            if not times or now - max(times) > ABANDONED_STAGING:
+                abandoned.append(pipeline_dir)
             else:
-                referenced |= {m["file"] for m in markers}
+                pinned |= {m["file"] for m in markers} | set(base["tables"].values() if base else ())
+        return abandoned, pinned
+
+    def _collect_garbage(self, now: datetime | None = None) -> None:
+        """Drop staging abandoned for a week, then every version that no manifest or live pipeline references and
+        that is older than ORPHAN_GRACE (a failed write, a pipeline that never committed)."""
+        now = now or datetime.now(timezone.utc)
+        abandoned, referenced = self._pinned(now)
+        for pipeline_dir in abandoned:
+            self._drop(pipeline_dir)
         # Read after the staging: a pipeline that commits meanwhile (on S3 nothing locks it out) is in one or the other.
         current = self.current()
         referenced |= set(current["tables"].values()) | set(current["previous"].values())
@@ -200,6 +247,24 @@ class TableStore:
             written = _written_at(file)
             if file not in referenced and written is not None and now - written > ORPHAN_GRACE:
                 path.unlink(missing_ok=True)
+
+    def _create(self, path: UPath, text: str) -> None:
+        """Write `path` only if it does not exist yet: a reader sees nothing or the whole text of the first writer."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if self.base.protocol in _LOCAL:
+            tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
+            tmp.write_text(text, encoding="utf-8")
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp.path, path.path)  # fails, and leaves the first writer's, when the file exists
+            tmp.unlink()
+        elif compare_and_swap.supported(path):
+            compare_and_swap.put_if_unchanged(path, text, None)
+        elif self.base.protocol == "memory":
+            with _MEMORY_LOCK:
+                if not path.exists():
+                    path.write_text(text, encoding="utf-8")
+        elif not path.exists():  # other object stores: a pipeline's runs come one after the other (docs/architecture.md)
+            path.write_text(text, encoding="utf-8")
 
     def _drop(self, directory: UPath) -> None:
         if directory.exists():
@@ -234,6 +299,27 @@ def _markers(pipeline_dir: UPath) -> list[dict]:
         with contextlib.suppress(FileNotFoundError):
             found.append(json.loads(marker.read_text(encoding="utf-8")))
     return found
+
+
+def _read_or_none(path: UPath) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+
+
+def _refuse_a_mixture(base: dict, current: dict, changes: dict[str, str], pipeline: str) -> None:
+    """Raise CommitConflict when entries that `pipeline` does not change moved since its base: committing would put
+    its tables beside another run's, computed from inputs it never read."""
+    before, now = base["tables"], current["tables"]
+    moved = sorted(e for e in before.keys() | now.keys() if before.get(e) != now.get(e) and e not in changes)
+    if moved:
+        shown = ", ".join(moved[:4]) + (f" and {len(moved) - 4} more" if len(moved) > 4 else "")
+        raise CommitConflict(
+            f"pipeline {pipeline} was not committed: since it read the tables (generation {base['generation']}), "
+            f"other commits changed {shown}, which it did not recompute (now generation {current['generation']}, "
+            f"last by {current.get('pipeline')}). Its tables beside those would mix two runs: run it again"
+        )
 
 
 def _with_changes(old: dict, changes: dict[str, str], pipeline: str) -> tuple[dict, list[str]]:
