@@ -4,6 +4,7 @@ report, and a night with nothing changed running nothing."""
 from datetime import datetime, timezone
 
 import dagster as dg
+import pyarrow as pa
 
 from rag_eval_assets.defs.automation import NIGHT_TAG
 from rag_eval_assets.defs.jobs import QUIET_CONSOLE
@@ -111,3 +112,52 @@ def test_sensor_walks_a_night_through_what_is_missing_then_a_quiet_night_runs_no
         assert _requests(defs, instance) == []
         assert len(list((tmp_path / "store" / "runs").iterdir())) == 1
         assert store.current()["tables"] == staged
+
+
+def _walk_night(defs: dg.Definitions, instance: dg.DagsterInstance, day: int, before_commit=lambda: None) -> None:
+    """Run a night's requests as the daemon would, through the sensor, up to its commit; `before_commit` runs after
+    its report, before the sensor's tick that commits it."""
+    requests = [_start_night(defs, instance, day)]
+    while requests:
+        for request in requests:
+            assert defs.resolve_job_def(request.job_name).execute_in_process(
+                instance=instance, partition_key=request.partition_key, tags=request.tags,
+                run_config=QUIET_CONSOLE, asset_selection=request.asset_selection).success
+        if requests[0].job_name == "metrics_job":
+            before_commit()
+        requests = _requests(defs, instance)
+
+
+def test_a_night_that_another_commit_overtook_is_not_committed_and_says_why(tmp_path):
+    config = write_sample_config(tmp_path, "retrievers: [bm25]\nk_values: [3]\nanswering: {k_values: [3]}\n")
+    (tmp_path / "home").mkdir()
+    store = TableStore(tmp_path / "store" / "assets")
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+        _walk_night(build_defs(config), instance, 22)
+        assert store.current()["pipeline"] == "nightly-2026-11-22"
+
+        # A second answering k: the next night recomputes the new answers and the report, not the chunks. Before
+        # the sensor commits it, a materialization from the UI makes other chunks current.
+        config.write_text(config.read_text(encoding="utf-8").replace("k_values: [3]}", "k_values: [1, 3]}"),
+                          encoding="utf-8")
+        defs = build_defs(config)
+        seen = {}
+
+        def chunks_from_the_ui() -> None:
+            store.commit_now("chunks", store.write("chunks", pa.table({"chunk_id": ["x"]}), "ui-run"), "run ui-run")
+            seen.update(store.current())
+
+        _walk_night(defs, instance, 23, chunks_from_the_ui)
+        sensor = defs.resolve_sensor_def("nightly_progress")
+        for _ in range(2):  # every tick says the same, and commits nothing
+            with dg.build_sensor_context(instance=instance, definitions=defs) as context:
+                said = sensor.evaluate_tick(context).skip_message
+            assert said.startswith("night 2026-11-23 ran but was not committed: pipeline nightly-2026-11-23 was not "
+                                   "committed: since it read the tables (generation 1), other commits changed chunks, "
+                                   "which it did not recompute (now generation 2, last by run ui-run)")
+            assert store.current() == seen
+        assert "answers/retriever=bm25/k=1" not in seen["tables"]
+        night = [run_dir for run_dir in (tmp_path / "store" / "runs").iterdir()
+                 if read_status(run_dir).pipeline == "nightly-2026-11-23"]
+        assert [read_status(run_dir).state for run_dir in night] == ["failed"]
+        assert read_status(night[0]).reasons == (said.split(": ", 1)[1],)

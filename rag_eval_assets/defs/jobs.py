@@ -136,6 +136,7 @@ def run_pipeline(
                     )
             yield StepOutcome(step.job, step.partition, result)
             if not result.success:
+                TableStore(settings.assets_dir).release(pipeline)
                 return
         done.update((step.job, step.partition) for step in steps)
         steps = [] if force else planned()

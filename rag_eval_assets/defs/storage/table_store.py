@@ -174,6 +174,12 @@ class TableStore:
                 self._collect_garbage()
         return sorted(staged)
 
+    def release(self, pipeline: str) -> None:
+        """`pipeline` failed: when it staged nothing, its base goes too, so that it leaves nothing behind (a
+        re-execution pins a new one); staged versions stay, for a re-execution to commit."""
+        if not self.staged(pipeline):
+            self._drop(self.base / STAGING / pipeline)
+
     def commit_now(self, entry: str, file: str, label: str) -> None:
         """Make one freshly written version current at once (a run outside any pipeline)."""
         with self._locked():
