@@ -3,8 +3,8 @@
 time report.html takes to load in headless Chromium.
 
 The collection is generated deterministically from --seed: documents of 100-150 words (about 520 characters: one
-chunk each under the 800-character chunk size) drawn from a Zipf vocabulary (scale.py's generator); question i takes 4-6 of its document's rarer words
-plus 2 common ones, and its document is its one relevant document (qrels). The run uses the retrievers of
+chunk each under the 800-character chunk size) drawn from a Zipf vocabulary (scale.py's generator); question i takes
+4-6 of its document's rarer words plus 2 common ones, and its document is its one relevant document (qrels). The run uses the retrievers of
 --retrievers (bm25 and hybrid by default; hybrid brings dense with all-MiniLM-L6-v2, the offline model) and extractive
 answers at k 5 and 10, in a temporary directory with its own DAGSTER_HOME.
 

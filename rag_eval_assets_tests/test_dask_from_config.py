@@ -1,9 +1,9 @@
 """The jobs that fan out on a real Dask cluster from rag_eval.yaml's `execution.dask` alone: a `dask scheduler` and two
 `dask worker` processes started from their command line on loopback, `dagster dev` (webserver and daemon) on the
 same configuration. A night that the daemon takes from the queue and the nightly_progress sensor carries on,
-`rag-eval run --force`, a `rag-eval backfill` the daemon runs, a materialization and its re-execution launched through the webserver's
-GraphQL API all execute their steps on the workers (which worker ran which step is read from the scheduler, and
-printed); a worker killed while its step runs has that step run again on the other.
+`rag-eval run --force`, a `rag-eval backfill` the daemon runs, a materialization and its re-execution launched
+through the webserver's GraphQL API all execute their steps on the workers (which worker ran which step is read from
+the scheduler, and printed); a worker killed while its step runs has that step run again on the other.
 
 The tests share one cluster and server and run in file order: the last one kills a worker."""
 
@@ -188,7 +188,8 @@ def test_a_night_the_daemon_runs_executes_on_the_workers(stack):
     assert {(run.job_name, run.tags.get("dagster/partition")) for run in runs} == expected
     assert {run.status for run in runs} == {dg.DagsterRunStatus.SUCCESS}
     assert {run.tags.get("dagster/sensor_name") for run in runs if run.job_name != INPUTS_JOB} == {"nightly_progress"}
-    _assert_every_step_ran_on_a_worker(stack, "a night (`rag-eval nightly`)", [r for r in runs if r.job_name in CLUSTER_JOBS])
+    on_cluster = [run for run in runs if run.job_name in CLUSTER_JOBS]
+    _assert_every_step_ran_on_a_worker(stack, "a night (`rag-eval nightly`)", on_cluster)
     [metrics] = [r for r in runs if r.job_name == METRICS_JOB]
     assert not _show_steps_by_worker(stack, "the night's metrics run", [metrics])
 

@@ -250,7 +250,8 @@ def test_a_pipeline_reads_one_snapshot_and_fails_clearly_rather_than_commit_besi
         return store.write(entry, pa.table({"value": [value]}), run)
 
     def values(pipeline: str | None) -> dict[str, str]:
-        return {entry: pq.read_table(store.locate(entry, pipeline))["value"][0].as_py() for entry in ("chunks", "answers")}
+        return {entry: pq.read_table(store.locate(entry, pipeline))["value"][0].as_py()
+                for entry in ("chunks", "answers")}
 
     store.commit_now("chunks", version("chunks", "c0", "first"), "first")
     store.commit_now("answers", version("answers", "a0", "first"), "first")

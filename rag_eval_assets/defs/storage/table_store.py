@@ -269,7 +269,7 @@ class TableStore:
             with _MEMORY_LOCK:
                 if not path.exists():
                     path.write_text(text, encoding="utf-8")
-        elif not path.exists():  # other object stores: a pipeline's runs come one after the other (docs/architecture.md)
+        elif not path.exists():  # other object stores: one pipeline's runs come one after another
             path.write_text(text, encoding="utf-8")
 
     def _drop(self, directory: UPath) -> None:
