@@ -131,12 +131,14 @@ class TableStore:
         """{"generation", "tables", "pinned_at"}: current.json as it was when `pipeline` first read or wrote the
         store, pinned then; processes that pin at the same moment all get the one written first."""
         path = self.base / STAGING / pipeline / BASE
-        if not path.exists():
+        base = _read_or_none(path)  # one read on the path every load takes, not an existence check and a read
+        if base is None:
             current = self.current()
             record = {"generation": current["generation"], "tables": current["tables"],
                       "pinned_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
             self._create(path, json.dumps(record, indent=1) + "\n")
-        return json.loads(path.read_text(encoding="utf-8"))
+            base = json.loads(path.read_text(encoding="utf-8"))
+        return base
 
     # Writing --------------------------------------------------------------------------------------------------
 
@@ -202,10 +204,12 @@ class TableStore:
                 "nothing of it was committed: run it again"
             )
         # Only after the pointer has moved: the generation before the previous one is read by nobody but a
-        # pipeline whose base still names it.
-        kept = set(record["tables"].values()) | set(record["previous"].values()) | self._pinned()[1]
-        for file in superseded:
-            if file not in kept:
+        # pipeline whose base still names it (the staging is walked only when there is something to delete).
+        kept = set(record["tables"].values()) | set(record["previous"].values())
+        doomed = [file for file in superseded if file not in kept]
+        pinned = self._pinned()[1] if doomed else set()
+        for file in doomed:
+            if file not in pinned:
                 (self.base / file).unlink(missing_ok=True)
 
     def _put_current(self, text: str, etag: str | None) -> bool:
