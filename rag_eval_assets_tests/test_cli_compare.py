@@ -30,14 +30,29 @@ def test_exit_codes_and_comparison_json(tmp_path, capsys, monkeypatch):
     assert _compare(base, worse, out, "--max-regressions", "0") == 1
     text = capsys.readouterr().out
     assert text.startswith("Verdict: WORSE (exit 1): candidate worse against base base; decided by bm25@5 ndcg@k")
-    assert "Top regressions (15 in all" in text
-    rows = [line.split() for line in text.splitlines() if "Question q00" in line]
+    assert "Top regressions (15 in the significant cells, 15 of them flips; 15 in every cell)" in text
+    # The deciding cell's questions come first, then the regressions across the counted cells.
+    evidence = [line.split() for line in text.splitlines() if line.startswith("  q0")]
+    assert [r[:4] for r in evidence[:2]] == [["q000", "1.0000", "0.0000", "-1.0000"], ["q001", "1.0000", "0.0000",
+                                                                                      "-1.0000"]]
+    rows = [line.split() for line in text.splitlines() if line.startswith("  bm25@5  ndcg@k  q0")]
     assert [r[:6] for r in rows[:3]] == [["bm25@5", "ndcg@k", q, "1.000", "->", "0.000"]
                                          for q in ("q000", "q001", "q002")]
     document = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
     assert (document["verdict"], document["base_run_id"], document["cand_run_id"]) == ("worse", "base", "worse")
     assert document["gate"]["max_regressions"] == 0 and document["cells"][0]["regressions"] == 15
     assert (out / "comparison.md").read_text(encoding="utf-8").startswith("**Verdict: WORSE (exit 1)")
+
+    # One cell in full; a cell the gate did not judge is refused, naming those it did.
+    assert _compare(base, worse, out, "--explain", "bm25@5", "--top-questions", "3") == 1
+    text = capsys.readouterr().out
+    assert text.startswith("Verdict: WORSE (exit 1)") and "Top regressions" not in text
+    assert "bm25@5 ndcg@k (worse): 15 questions down (15 success → failure), 0 up" in text
+    # The question table, then each question with its (here empty) lists.
+    assert [line for line in text.splitlines() if line.startswith("  q0") and ": " in line] == [
+        f"  q00{i}: Question q00{i}?" for i in range(3)]
+    assert _compare(base, worse, out, "--explain", "dense@5") == 2
+    assert "error: --explain dense@5: no judged cell dense@5; the cells are bm25@5" in capsys.readouterr().err
 
     assert _compare(base, other_evalset, out) == 2
     text = capsys.readouterr().out

@@ -281,7 +281,10 @@ def test_every_delta_carries_its_paired_test(tmp_path: Path, base: Run) -> None:
     assert by_retriever["dense"].delta == pytest.approx(15 / 60) and by_retriever["dense"].p_value < 0.001
     assert by_retriever["bm25"].delta == 0.0 and by_retriever["bm25"].p_value == 1.0
     assert by_retriever["dense"].n_pairs == 60 and by_retriever["dense"].ci_low > 0
-    assert c.all_regressions == 6 and len(c.improvements) == 6 + 15
+    # Regressions and improvements are listed in the same cells, those whose change counts (dense's): bm25's six
+    # losses and six gains are counted apart, never listed on one side only.
+    assert (c.all_regressions, c.all_improvements) == (6, 6 + 15)
+    assert (len(c.regressions), len(c.improvements)) == (0, 15)
 
 
 def test_comparison_json_and_markdown(tmp_path: Path, base: Run) -> None:
@@ -292,7 +295,8 @@ def test_comparison_json_and_markdown(tmp_path: Path, base: Run) -> None:
         WORSE, 1, "base", "many")
     assert document["gate"] == {"metric": "auto", "retrieval_metric": "ndcg@k", "min_delta": 0.0,
                                 "max_regressions": 2, "alpha": 0.05, "correction": "joint", "significant_only": True,
-                                "max_error_rate": 0.05, "retrievers": None, "calibrated": False}
+                                "max_error_rate": 0.05, "retrievers": None, "calibrated": False,
+                                "top_questions": 10}
     bm25 = document["cells"][0]
     assert set(bm25) >= {"retriever", "k", "metric", "base", "cand", "delta", "ci_low", "ci_high", "p_value",
                          "p_adjusted", "significant", "regressions", "result"}
@@ -301,10 +305,23 @@ def test_comparison_json_and_markdown(tmp_path: Path, base: Run) -> None:
     assert bm25["significant"] is True and bm25["delta"] == pytest.approx(-0.2)
     assert document["deciding_cells"] == ["bm25@5"]
     assert [f["query_id"] for f in document["top_regressions"]] == [f"q{i:03d}" for i in range(10)]
+    assert (document["regressions"], document["improvements"], document["identical_cells"]) == (12, 0, ["dense@5"])
+    # The deciding cell's evidence: its twelve drops (all flips), the ten listed largest first, ties by id; these
+    # crafted runs kept no retrieved lists, and the evidence says so rather than marking nothing.
+    (evidence,) = document["evidence"]
+    assert (evidence["retriever"], evidence["k"], evidence["drops"], evidence["flips_down"], evidence["gains"]) == (
+        "bm25", 5, 12, 12, 0)
+    assert [q["change"]["query_id"] for q in evidence["questions"]] == [f"q{i:03d}" for i in range(10)]
+    assert all(q["change"]["diff"] == -1.0 and not q["gold_recorded"] for q in evidence["questions"])
     markdown = comparison_markdown(c)
     assert markdown.startswith("**Verdict: WORSE (exit 1)")
     assert "| bm25@5 | ndcg@k | 0.6667 | 0.4667 | -0.2000 |" in markdown
-    assert "| bm25@5 | ndcg@k | q000 | 1.000 -> 0.000 | Question q000? |" in markdown
+    assert "| bm25@5 | ndcg@k | q000 | 1.000 -> 0.000 | success -> failure | Question q000? |" in markdown
+    assert "_1 cell identical: dense@5_" in markdown and "| dense@5 |" not in markdown
+    assert ("### Evidence: bm25@5 ndcg@k (worse): 12 questions down (12 success → failure), 0 up (0 failure → "
+            "success); the 10 that moved it most, drops first") in markdown
+    assert ("| q000 | 1.0000 | 0.0000 | -1.0000 | success → failure | not recorded in these runs | Question q000? |"
+            in markdown)
 
 
 def test_write_run_records_the_comparison_with_its_baseline(tmp_path: Path, base: Run) -> None:
@@ -361,6 +378,12 @@ def test_a_broken_service_beside_unchanged_retrievers_is_worse(tmp_path: Path) -
     assert [g.p_value for g in http] == [2 / 512] * 4 and [g.p_adjusted for g in http] == [2 / 512] * 4
     assert (joint.verdict, joint.exit_code) == (WORSE, 1) and len(joint.cells) == 16
     assert all(g.ci_high < 0 for g in http)
+    # The gate table leads with the four deciding cells; the twelve untouched ones are one line.
+    lines = format_comparison(joint).splitlines()
+    head = lines.index(next(line for line in lines if line.startswith("  cell ")))
+    assert [line.split()[0] for line in lines[head + 1:head + 5]] == ["http@1", "http@3", "http@5", "http@10"]
+    assert lines[head + 5] == "  12 cells identical: bm25@1-10, dense@1-10, hybrid@1-10"
+    assert [q.change.query_id for q in joint.evidence[0].questions] == [f"q{i:03d}" for i in range(2, 11)]
     # Holm divides by all sixteen cells: 16 x 2/512 = 0.0625, and the broken service passes.
     holm = compare_runs(base, broken, GateSettings(correction="holm"))
     assert [g.p_adjusted for g in holm.cells if g.retriever == "http"] == [pytest.approx(16 * 2 / 512)] * 4

@@ -13,12 +13,13 @@ from rag_eval_assets.cli.label import add_label
 from rag_eval_assets.cli.nightly import add_nightly
 from rag_eval_assets.cli.pipeline import INPUT_ERROR
 from rag_eval_assets.cli.run import add_backfill, add_run
+from rag_eval_assets.cli.show import add_show
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.redaction import install_log_redaction, redact_text
 
 # The commands in the order `rag-eval --help` lists them.
-COMMANDS = (add_run, add_evaluate, add_score, add_compare, add_history, add_baseline, add_benchmark, add_backfill,
-            add_nightly, add_label)
+COMMANDS = (add_run, add_evaluate, add_score, add_compare, add_show, add_history, add_baseline, add_benchmark,
+            add_backfill, add_nightly, add_label)
 
 
 def _global_options(after_the_command: bool) -> argparse.ArgumentParser:

@@ -20,7 +20,7 @@ def _gate(args: argparse.Namespace, defaults):
     raises pydantic's ValidationError for a flag out of range."""
     flags = {name: getattr(args, name) for name in ("metric", "retrieval_metric", "min_delta", "max_regressions",
                                                    "alpha", "correction", "significant_only", "max_error_rate",
-                                                   "calibrated")}
+                                                   "calibrated", "top_questions")}
     return type(defaults).model_validate({**defaults.model_dump(), **{k: v for k, v in flags.items() if v is not None}})
 
 
@@ -28,7 +28,7 @@ def _compare(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from rag_eval_assets.judging.grading import configured_grading
-    from rag_eval_assets.reports.comparison import comparison_markdown, format_comparison
+    from rag_eval_assets.reports.comparison import comparison_markdown, format_comparison, format_explained
     from rag_eval_assets.verdict.compare import compare_runs
     from rag_eval_assets.verdict.settings import GateSettings
     from rag_eval_assets.runs.store import COMPARISON_JSON, COMPARISON_MD, read_run
@@ -56,9 +56,15 @@ def _compare(args: argparse.Namespace) -> int:
     except InputError as exc:
         print(f"error: the grades of the evalset cannot be read: {exc}", file=sys.stderr)
         return 2
-    comparison = compare_runs(*runs, gate, ignore_invariants=args.ignore_invariants,
-                              retrievers=args.retriever or None, ks=args.k or None, grading=grading)
-    print(format_comparison(comparison))
+    explain = [args.explain] if args.explain else []
+    try:
+        comparison = compare_runs(*runs, gate, ignore_invariants=args.ignore_invariants,
+                                  retrievers=args.retriever or None, ks=args.k or None, grading=grading,
+                                  explain=explain)
+    except KeyError as exc:
+        print(f"error: --explain {args.explain}: {exc.args[0]}", file=sys.stderr)
+        return 2
+    print(format_explained(comparison, args.explain) if explain else format_comparison(comparison))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     record = {**comparison.as_json(), "baseline": {"run_id": comparison.base_id, "policy": "given to rag-eval compare"}}
@@ -128,6 +134,9 @@ def add_compare(sub, parents: list[argparse.ArgumentParser]) -> None:
     cmp.add_argument("--ignore-invariants", action="store_true", help="compare runs with different evalsets/judges")
     cmp.add_argument("--retriever", action="append", help="limit the gate to this retriever (repeatable)")
     cmp.add_argument("--k", action="append", type=int, help="limit the gate to this k (repeatable)")
+    cmp.add_argument("--explain", metavar="CELL",
+                     help="print one cell (e.g. bm25@10) in full: its questions that moved most, each with what both "
+                          "runs retrieved side by side, instead of the whole comparison")
     gate = cmp.add_argument_group("gate", "default: report.gate of the configuration file, else the defaults shown")
     gate.add_argument("--metric", help="gate metric per cell: auto (default), or e.g. ndcg@k, hit@k, weighted_score")
     gate.add_argument("--retrieval-metric", help="what auto falls back to without an answer metric (ndcg@k)")
@@ -143,6 +152,8 @@ def add_compare(sub, parents: list[argparse.ArgumentParser]) -> None:
     gate.add_argument("--calibrated", action=argparse.BooleanOptionalAction, default=None,
                       help="judge a judge metric's cell on the runs' calibrated means, from the grades beside the "
                            "configured evalset (default: off)")
+    gate.add_argument("--top-questions", type=int,
+                      help="questions listed by name: regressions, improvements, and per deciding cell (10)")
     cmp.set_defaults(func=_compare)
 
 

@@ -10,19 +10,20 @@ from typing import Any
 
 import pandas as pd
 
-from rag_eval_assets.reports.markdown import capped_table, cell_text, markdown_table
+from rag_eval_assets.reports.evidence import evidence_markdown, evidence_text
+from rag_eval_assets.reports.markdown import capped_table, cell_text, markdown_table, text_table
 from rag_eval_assets.verdict.compare import (
     CALIBRATED,
     INCOMPATIBLE,
-    TOP,
     UNDEFINED,
     WORSE,
     Comparison,
-    Flip,
     GateCell,
     cell_record,
+    evidence_record,
     metric_label,
 )
+from rag_eval_assets.verdict.evidence import QuestionChange
 from rag_eval_assets.verdict.text import interval_text, p_text, signed
 
 
@@ -54,19 +55,66 @@ def _value(value: Any) -> str:
     return "<absent>" if value is None else value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-GATE_HEADERS = ["cell", "metric", "base", "cand", "delta", "95% CI", "p", "p_adj", "regressions", "result"]
+GATE_HEADERS = ["cell", "metric", "base", "cand", "delta", "95% CI", "p", "p_adj", "questions down / up", "result"]
 DELTA_HEADERS = ["retriever", "k", "metric", "base", "cand", "delta", "95% CI", "pairs", "p"]
-FLIP_HEADERS = ["cell", "metric", "query_id", "change", "question"]
+CHANGE_HEADERS = ["cell", "metric", "query_id", "change", "flip", "question"]
 
 
 def gate_rows(cells: Sequence[dict[str, Any]]) -> list[list[str]]:
-    """Rows of GATE_HEADERS from cell records (cell_record, or comparison.json's `cells`)."""
+    """Rows of GATE_HEADERS from cell records (cell_record, or comparison.json's `cells`), in their order."""
     return [
         [f"{g['retriever']}@{g['k']}", _metric_text(g), cell_text(g["base"], 4), cell_text(g["cand"], 4),
          signed(g["delta"]), interval_text(g["ci_low"], g["ci_high"], tested=g["p_value"] is not None), p_text(g["p_value"]), p_text(g["p_adjusted"]),
-         str(g["regressions"]), g["result"] + (f": {g['reasons']}" if g["result"] == UNDEFINED else "")]
+         _moved_text(g), g["result"] + (f": {g['reasons']}" if g["result"] == UNDEFINED else "")]
         for g in cells
     ]
+
+
+def _moved_text(g: dict[str, Any]) -> str:
+    # Records written before drops and gains were counted have only the flips.
+    if "drops" not in g:
+        return f"{g['regressions']} flips down"
+    return f"{g['drops']} / {g['gains']}"
+
+
+def gate_groups(cells: Sequence[dict[str, Any]],
+                deciding: Sequence[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Cell records in the order a person reads them: the cells that decided the verdict, those that moved (or are
+    undefined) without deciding, and those identical in both runs (no question moved)."""
+    first = [g for g in cells if _name(g) in deciding]
+    identical = [g for g in cells if g.get("identical") and _name(g) not in deciding]
+    return first, [g for g in cells if g not in first and g not in identical], identical
+
+
+def identical_line(cells: Sequence[dict[str, Any]], identical: Sequence[dict[str, Any]]) -> str:
+    """"12 cells identical: bm25@1-20, bm25_a@1-20": per retriever its identical ks, runs of consecutive ks of the
+    retriever's own (among `cells`) written first-last."""
+    names = []
+    for retriever in dict.fromkeys(g["retriever"] for g in identical):
+        ks = sorted(g["k"] for g in cells if g["retriever"] == retriever)
+        same = {g["k"] for g in identical if g["retriever"] == retriever}
+        runs: list[list[int]] = []
+        for i, k in enumerate(ks):
+            if k not in same:
+                continue
+            if runs and ks.index(runs[-1][-1]) == i - 1:
+                runs[-1].append(k)
+            else:
+                runs.append([k])
+        names.append(f"{retriever}@" + ",".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs))
+    return f"{len(identical)} cell{'s' if len(identical) != 1 else ''} identical: {', '.join(names)}"
+
+
+def _name(g: dict[str, Any]) -> str:
+    return f"{g['retriever']}@{g['k']}"
+
+
+def gate_table_markdown(cells: Sequence[dict[str, Any]], deciding: Sequence[str]) -> str:
+    """The gate table, deciding cells first, then the moved ones, then one line for the identical ones."""
+    first, moved, identical = gate_groups(cells, deciding)
+    table = markdown_table(GATE_HEADERS, gate_rows(first + moved)) if first or moved else ""
+    line = f"_{identical_line(cells, identical)}_" if identical else ""
+    return "\n\n".join(part for part in (table, line) if part) or "none"
 
 
 def _metric_text(g: dict[str, Any]) -> str:
@@ -102,12 +150,20 @@ def delta_rows(deltas: Sequence[dict[str, Any]]) -> list[list[str]]:
     ]
 
 
-def flip_rows(flips: Sequence[Flip], top: int) -> list[list[str]]:
+def change_rows(changes: Sequence[QuestionChange], top: int) -> list[list[str]]:
     return [
         [f"{f.retriever}@{f.k}", f.metric, f.query_id, f"{f.base:.3f} -> {f.cand:.3f}",
+         ("success -> failure" if f.diff < 0 else "failure -> success") if f.flip else "",
          (f.question or "").replace("\n", " ")]
-        for f in flips[:top]
+        for f in changes[:top]
     ]
+
+
+def _changes_title(c: Comparison, title: str, changes: Sequence[QuestionChange], every: int) -> str:
+    flips = sum(1 for f in changes if f.flip)
+    where = "significant cells" if c.gate.significant_only else "judged cells"
+    return (f"Top {title} ({len(changes)} in the {where}, {flips} of them flips; {every} in every cell), "
+            f"on each cell's gate metric")
 
 
 def gate_settings_line(g: dict[str, Any]) -> str:
@@ -120,31 +176,55 @@ def gate_settings_line(g: dict[str, Any]) -> str:
     )
 
 
-def format_comparison(c: Comparison, top: int = TOP) -> str:
-    """The comparison as terminal text, the verdict first."""
+def format_comparison(c: Comparison) -> str:
+    """The comparison as terminal text: the verdict, the gate table (deciding cells first, identical ones on one
+    line), the questions that moved each deciding cell most, then the regressions and improvements."""
     lines = [verdict_line(c)]
     if c.incompatible:
         lines += ["", "Incompatible runs:"] + [f"  - {m}" for m in c.incompatible]
     if c.warnings:
         lines += ["", "Warnings:"] + [f"  - {w}" for w in c.warnings]
     lines += ["", gate_settings_line(c.gate.model_dump())]
-    lines += _text_table(GATE_HEADERS, gate_rows([cell_record(x) for x in c.cells])) if c.cells else ["  no cell to gate"]
+    records = [cell_record(x) for x in c.cells]
+    first, moved, identical = gate_groups(records, [x.name for x in c.deciding_cells])
+    lines += text_table(GATE_HEADERS, gate_rows(first + moved)) if first or moved else []
+    lines += [f"  {identical_line(records, identical)}"] if identical else []
+    lines += [] if c.cells else ["  no cell to gate"]
     for cell in c.cells:
         lines += [f"  - {reason}" for reason in cell.reasons if cell.result == WORSE]
-    lines += [f"  * {note}" for note in gate_notes([cell_record(x) for x in c.cells])]
-    for title, flips in (("regressions", c.regressions), ("improvements", c.improvements)):
-        lines += ["", f"Top {title} ({len(flips)} in all, on each cell's gate metric):"]
-        lines += _text_table(FLIP_HEADERS, flip_rows(flips, top)) if flips else ["  none"]
+    lines += [f"  * {note}" for note in gate_notes(records)]
+    for e in _deciding_evidence(c):
+        lines += ["", "Evidence: " + evidence_text(e)[0], *evidence_text(e)[1:]]
+    top = c.gate.top_questions
+    for title, changes, every in (("regressions", c.regressions, c.all_regressions),
+                                  ("improvements", c.improvements, c.all_improvements)):
+        lines += ["", _changes_title(c, title, changes, every) + ":"]
+        lines += text_table(CHANGE_HEADERS, change_rows(changes, top)) if changes else ["  none"]
     lines += ["", f"Configuration differences ({len(c.config_changes)}):"]
     lines += [f"  {ch.key}: {_value(ch.base)} -> {_value(ch.cand)}" for ch in c.config_changes] or ["  none"]
     lines += ["", "Metric deltas (slice all; paired over the questions both runs scored):"]
-    lines += _text_table(DELTA_HEADERS, delta_rows([asdict(d) for d in c.deltas]))
+    lines += text_table(DELTA_HEADERS, delta_rows([asdict(d) for d in c.deltas]))
     return "\n".join(lines) + "\n"
 
 
-def comparison_markdown(c: Comparison, top: int = TOP, *, max_rows: int | None = None, where: str = "") -> str:
-    """The comparison as Markdown, the verdict and the gate table first. With `max_rows`, the long tables (metric
-    deltas, configuration differences) stop there with a line saying how many rows are left in `where`."""
+def format_explained(c: Comparison, cell: str) -> str:
+    """One cell's evidence in full (`rag-eval compare --explain CELL`): the verdict, the cell's gate row, its
+    questions, and each question's retrieved lists side by side."""
+    (e,) = [e for e in map(evidence_record, c.evidence) if f"{e['retriever']}@{e['k']}" == cell]
+    (record,) = [cell_record(x) for x in c.cells if x.name == cell]
+    lines = [verdict_line(c), "", *text_table(GATE_HEADERS, gate_rows([record])), "", *evidence_text(e, full=True)]
+    return "\n".join(lines) + "\n"
+
+
+def _deciding_evidence(c: Comparison) -> list[dict[str, Any]]:
+    deciding = {x.name for x in c.deciding_cells}
+    return [e for e in map(evidence_record, c.evidence) if f"{e['retriever']}@{e['k']}" in deciding]
+
+
+def comparison_markdown(c: Comparison, *, max_rows: int | None = None, where: str = "") -> str:
+    """The comparison as Markdown, the verdict and the gate table first, then the evidence of each deciding cell
+    (its questions, each with both retrieved lists). With `max_rows`, the long tables (metric deltas, configuration
+    differences) stop there with a line saying how many rows are left in `where`."""
     parts = [f"**{verdict_line(c)}**"]
     if c.incompatible:
         parts.append("Incompatible runs:\n\n" + "\n".join(f"- {m}" for m in c.incompatible))
@@ -152,10 +232,15 @@ def comparison_markdown(c: Comparison, top: int = TOP, *, max_rows: int | None =
         parts.append("Warnings:\n\n" + "\n".join(f"- {w}" for w in c.warnings))
     records = [cell_record(x) for x in c.cells]
     parts += ["### Gate", gate_settings_line(c.gate.model_dump()),
-              (markdown_table(GATE_HEADERS, gate_rows(records)) if c.cells else "none") + notes_markdown(records)]
-    for title, flips in (("regressions", c.regressions), ("improvements", c.improvements)):
-        parts.append(f"### Top {title} ({len(flips)} in all)")
-        parts.append(markdown_table(FLIP_HEADERS, flip_rows(flips, top)) if flips else "none")
+              (gate_table_markdown(records, [x.name for x in c.deciding_cells]) if c.cells else "none")
+              + notes_markdown(records)]
+    for e in _deciding_evidence(c):
+        parts.append(evidence_markdown(e, "### Evidence:", full=True))
+    top = c.gate.top_questions
+    for title, changes, every in (("regressions", c.regressions, c.all_regressions),
+                                  ("improvements", c.improvements, c.all_improvements)):
+        parts.append(f"### {_changes_title(c, title, changes, every)}")
+        parts.append(markdown_table(CHANGE_HEADERS, change_rows(changes, top)) if changes else "none")
     changes = [[ch.key, _value(ch.base), _value(ch.cand)] for ch in c.config_changes]
     parts.append(f"### Configuration differences ({len(changes)})")
     parts.append(capped_table(["key", "base", "candidate"], changes, max_rows, where) if changes else "none")
@@ -163,15 +248,12 @@ def comparison_markdown(c: Comparison, top: int = TOP, *, max_rows: int | None =
     return "\n\n".join(parts) + "\n"
 
 
-def _text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """Columns padded to their widest cell, except the last (question text, result), so that no line ends in
-    padding."""
-    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h)) for i, h in enumerate(headers)]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  " + "  ".join(str(v).ljust(w) for v, w in zip(cells[:-1], widths[:-1])) + "  " + str(cells[-1])
-
-    return [line(headers)] + [line(r) for r in rows]
+def evidence_metadata(comparison: dict[str, Any]) -> str:
+    """The deciding cells' question tables as Markdown (the UI's run_comparison and evaluation_run metadata)."""
+    deciding = set(comparison.get("deciding_cells") or [])
+    parts = [evidence_markdown(e, "####") for e in comparison.get("evidence") or []
+             if f"{e['retriever']}@{e['k']}" in deciding]
+    return "\n\n".join(parts) or "_no cell decided the verdict_"
 
 
 COMPARISON_COLUMNS = ("retriever", "k", "metric", "gate", "base", "cand", "delta", "ci_low", "ci_high", "n_pairs",

@@ -25,7 +25,6 @@ from rag_eval_assets.reports.charts import (
     plot_trend,
 )
 from rag_eval_assets.reports.markdown import cell_text, metric_pivot
-from rag_eval_assets.reports.comparison import GATE_HEADERS, gate_rows
 from rag_eval_assets.reports.judges import (
     AGREEMENT_HEADERS,
     ESTIMATE_HEADERS,
@@ -45,6 +44,7 @@ from rag_eval_assets.reports.summary import (
     not_computed_label,
     unresolved_rows,
 )
+from rag_eval_assets.reports.verdict_html import VERDICT_CSS, verdict_section
 from rag_eval_assets.runs.history import run_history
 from rag_eval_assets.runs.store import (
     CHUNK_SIZE_KEY,
@@ -87,11 +87,6 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .2rem 1rem; }
 dt { font-weight: 600; } dd { margin: 0; font-family: monospace; }
 figure { margin: 1.5rem 0; } figcaption { color: #555; font-size: .9rem; }
 img { max-width: 100%; height: auto; border: 1px solid #eee; }
-.verdict { font-size: 1.3rem; font-weight: 700; padding: .6rem 1rem; border-radius: .3rem; }
-.verdict-worse, .result-worse { background: #fbe3e3; color: #8a1010; }
-.verdict-better, .result-better { background: #e2f4e4; color: #145c1e; }
-.verdict-none, .verdict-no-significant-change { background: #eef1f6; color: #2c3e5a; }
-.verdict-incompatible, .result-undefined { background: #fff1d6; color: #7a4b00; }
 """
 
 
@@ -173,7 +168,7 @@ def render_html_report(run: Run, charts: Mapping[str, str | Path], *, k: int,
     sections = [
         f"<h1>Run {_e(run.run_id)}</h1>",
         f"<p>Created {_e(run.created_at)}. {_e(description)}</p>",
-        _verdict_section(run.comparison),
+        verdict_section(run.comparison),
         _ranking_section(rankings),
         _definitions(
             [
@@ -224,53 +219,8 @@ def render_html_report(run: Run, charts: Mapping[str, str | Path], *, k: int,
     body = "\n".join(sections)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>Run {_e(run.run_id)}</title><style>{CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
+        f"<title>Run {_e(run.run_id)}</title><style>{CSS}{VERDICT_CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
     )
-
-
-def _verdict_section(comparison: Mapping[str, Any] | None) -> str:
-    """The verdict against the baseline: the gate cells with deltas and intervals, then the top regressions and
-    improvements with the question text."""
-    head = '<section id="verdict"><h2>Verdict against the baseline</h2>'
-    if comparison is None:
-        return (head + '<p class="verdict verdict-none">No baseline run yet: this run is the first of its evalset '
-                "and becomes the baseline of the next.</p></section>")
-    verdict = comparison["verdict"]
-    deciding = ", ".join(comparison.get("deciding_cells") or []) or "none"
-    parts = [
-        head,
-        f'<p class="verdict verdict-{verdict.replace(" ", "-")}" data-verdict="{_e(verdict)}">{_e(verdict.upper())} '
-        f"against run {_e(comparison['base_run_id'])} (exit {comparison['exit_code']})</p>",
-        f"<p>Cells that decided it: {_e(deciding)}. Gate: {_e(_gate_text(comparison['gate']))}.</p>",
-    ]
-    if comparison.get("incompatible"):
-        parts.append("<ul>" + "".join(f"<li>{_e(m)}</li>" for m in comparison["incompatible"]) + "</ul>")
-    rows = [
-        f'<tr class="result-{cell["result"].replace(" ", "-")}">' + "".join(
-            f'<td{"" if i in (0, 1, len(GATE_HEADERS) - 1) else " class=num"}>{_e(text)}</td>'
-            for i, text in enumerate(texts)
-        ) + "</tr>"
-        for cell, texts in zip(comparison["cells"], gate_rows(comparison["cells"]))
-    ]
-    parts.append(
-        '<div class="scroll"><table id="gate-cells"><thead><tr>' + "".join(f"<th>{_e(h)}</th>" for h in GATE_HEADERS)
-        + f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-    )
-    for title, key, total in (("Top regressions", "top_regressions", "regressions"),
-                              ("Top improvements", "top_improvements", "improvements")):
-        flips = comparison.get(key) or []
-        parts.append(f"<h3>{title} ({comparison.get(total, len(flips))} in all)</h3>")
-        if not flips:
-            parts.append("<p>none</p>")
-            continue
-        body = "".join(
-            f"<tr><td>{_e(f['retriever'])}@{f['k']}</td><td>{_e(f['metric'])}</td><td>{_e(f['query_id'])}</td>"
-            f"<td class=\"num\">{f['base']:.3f} → {f['cand']:.3f}</td><td>{_e(f['question'])}</td></tr>"
-            for f in flips
-        )
-        parts.append("<table><thead><tr><th>cell</th><th>metric</th><th>query_id</th><th>change</th>"
-                     f"<th>question</th></tr></thead><tbody>{body}</tbody></table>")
-    return "".join(parts) + "</section>"
 
 
 def _ranking_section(rankings: Sequence[KRanking]) -> str:
@@ -304,10 +254,6 @@ def _judges_section(judges: Mapping[str, Any]) -> str:
     for judge, headers, rows in confusion_tables(judges):
         parts += [f"<h3>Confusion of {_e(judge)}</h3>", _table(headers, rows)]
     return "".join(parts) + "</section>"
-
-
-def _gate_text(gate: Mapping[str, Any]) -> str:
-    return ", ".join(f"{key}={value}" for key, value in gate.items())
 
 
 def _e(value: Any) -> str:

@@ -1,4 +1,5 @@
-"""Markdown tables: the metric summary shown in Dagster metadata, summary.md and comparison reports."""
+"""Markdown tables (the metric summary shown in Dagster metadata, summary.md and comparison reports) and the same
+tables as terminal text."""
 
 from __future__ import annotations
 
@@ -21,6 +22,17 @@ def capped_table(headers: Sequence[str], rows: Sequence[Sequence[object]], max_r
     if max_rows is None or len(rows) <= max_rows:
         return markdown_table(headers, rows)
     return markdown_table(headers, rows[:max_rows]) + f"\n\n_… {len(rows) - max_rows} more rows in {where}_"
+
+
+def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A table as terminal lines: columns padded to their widest cell, except the last (question text, result),
+    so that no line ends in padding."""
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h)) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  " + "  ".join(str(v).ljust(w) for v, w in zip(cells[:-1], widths[:-1])) + "  " + str(cells[-1])
+
+    return [line(headers)] + [line(r) for r in rows]
 
 
 def cell_text(value: object, digits: int = 3) -> str:

@@ -16,6 +16,7 @@ from rag_eval_assets.judging.summary import judges_summary
 from rag_eval_assets.labeling.grades import load_grades
 from rag_eval_assets.metrics.aggregate import AGGREGATE_COLUMNS
 from rag_eval_assets.metrics.call_health import call_health
+from rag_eval_assets.metrics.retrieval import relevance_judgements
 from rag_eval_assets.runs.reproducibility import reproducibility_fields
 from rag_eval_assets.runs.store import PIPELINE_RUN_KEY, judged_table_frame, metrics_document, results_rows, run_config
 from rag_eval_assets.runs.versions import VersionTuple
@@ -42,22 +43,26 @@ def grid_contents(
     unresolved_gold: Mapping[str, Any] | None,
     grades_file: Path,
     judge: JudgeSettings,
+    gold_labels: pd.DataFrame,
+    level: str,
 ) -> GridContents:
     """From the partitions of retrieval_results, answers and judged_answers and the metric tables: answer metric
     rows with a `note` are what was not computed (and why), the others join the aggregate; the operational figures
     are the answers' error count, token totals and cost. A judged run's judges are summed up against the person's
-    grades in `grades_file` (labeling/grades.py), if it exists, under `judge`'s trust settings."""
+    grades in `grades_file` (labeling/grades.py), if it exists, under `judge`'s trust settings. Each row carries its
+    question's relevant items at the retrieval `level` (from `gold_labels`, as the metrics judge them), so that a
+    comparison can mark them in what each run retrieved."""
     answers = list(answers)
     judged = [t for t in judged_answers if len(t)]
     answers_table = pd.concat(answers, ignore_index=True)
-    rows = results_rows(
+    rows = with_gold(results_rows(
         evalset,
         pd.concat(list(retrieval_results), ignore_index=True),
         chunks,
         pd.concat([retrieval_metrics_per_query, answer_metrics_per_query], ignore_index=True),
         answers_table,
         pd.concat(judged, ignore_index=True) if judged else None,
-    )
+    ), gold_labels, level)
     noted = answer_metrics["note"].notna()
     aggregate = pd.concat([retrieval_metrics[list(AGGREGATE_COLUMNS)],
                            answer_metrics.loc[~noted, list(AGGREGATE_COLUMNS)]], ignore_index=True)
@@ -77,6 +82,16 @@ def grid_contents(
                                 min_grades=judge.min_grades).as_json()
     document = metrics_document(aggregate, not_computed, operational, health, unresolved_gold, judges)
     return GridContents(rows, document, health)
+
+
+def with_gold(rows: Iterator[dict[str, Any]], gold_labels: pd.DataFrame, level: str) -> Iterator[dict[str, Any]]:
+    """Each row with `gold`: {"level": level, "items": [{"id": chunk or document id, "grade": ...}]}."""
+    judged = relevance_judgements(gold_labels, level)
+    items: dict[str, list[dict[str, Any]]] = {}
+    for q, item, grade in zip(judged["query_id"], judged["item"], judged["grade"]):
+        items.setdefault(str(q), []).append({"id": str(item), "grade": int(grade)})
+    for row in rows:
+        yield {**row, "gold": {"level": level, "items": items.get(str(row["query_id"]), [])}}
 
 
 def pipeline_run_config(s: Settings, versions: VersionTuple, dagster_run_id: str, pipeline_run_id: str) -> dict[str, Any]:

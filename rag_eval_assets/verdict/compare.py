@@ -16,9 +16,35 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rag_eval_assets.runs.store import Run, config_value, flatten, jsonable
+from rag_eval_assets.runs.store import Run, config_value, jsonable
+from rag_eval_assets.verdict.deltas import (
+    ConfigChange,
+    MetricDelta,
+    config_changes,
+    metric_deltas,
+    number,
+    paired_metric_tests,
+    paired_values,
+)
+from rag_eval_assets.verdict.evidence import (
+    BETTER_FIRST,
+    WORSE_FIRST,
+    CellEvidence,
+    QuestionChange,
+    RowIndex,
+    cell_evidence,
+    ordered,
+    question_changes,
+)
 from rag_eval_assets.verdict.corrections import corrected
-from rag_eval_assets.verdict.gate import choose_metric, per_question_name, success_threshold, unhealthy, weighted_terms
+from rag_eval_assets.verdict.gate import (
+    choose_metric,
+    is_answer_metric,
+    per_question_name,
+    success_threshold,
+    unhealthy,
+    weighted_terms,
+)
 from rag_eval_assets.verdict.judged import (
     CalibratedChange,
     Grading,
@@ -28,7 +54,7 @@ from rag_eval_assets.verdict.judged import (
     is_judge_metric,
     judge_trust,
 )
-from rag_eval_assets.verdict.paired import PairedTest, paired_tests
+from rag_eval_assets.verdict.paired import paired_tests
 from rag_eval_assets.verdict.settings import GateSettings
 from rag_eval_assets.verdict.text import interval_text, p_text, signed
 
@@ -50,43 +76,6 @@ VERDICT_SCORE = {BETTER: 1.0, NO_CHANGE: 0.0, WORSE: -1.0, INCOMPATIBLE: -2.0}
 EXIT_CODES = {BETTER: 0, NO_CHANGE: 0, WORSE: 1, INCOMPATIBLE: 2}
 # Deltas are differences of means summed in different orders; a change smaller than this is no change.
 EPSILON = 1e-9
-TOP = 10  # regressions and improvements listed by name
-
-
-@dataclass(frozen=True)
-class ConfigChange:
-    key: str
-    base: Any
-    cand: Any
-
-
-@dataclass(frozen=True)
-class MetricDelta:
-    """Change of one aggregate (slice "all"); the paired test is over the questions both runs scored."""
-
-    retriever: str
-    k: int
-    metric: str
-    base: float | None
-    cand: float | None
-    delta: float | None
-    n_pairs: int
-    p_value: float | None
-    ci_low: float | None
-    ci_high: float | None
-
-
-@dataclass(frozen=True)
-class Flip:
-    """A question whose gate metric crossed the success threshold between the runs."""
-
-    query_id: str
-    question: str | None
-    retriever: str
-    k: int
-    metric: str
-    base: float
-    cand: float
 
 
 @dataclass(frozen=True)
@@ -113,8 +102,8 @@ class GateCell:
     p_value: float | None  # paired sign-flip test, or the calibrated difference's z test
     p_adjusted: float | None  # corrected across the judged cells
     significant: bool
-    regressions: int
-    improvements: int
+    regressions: int  # questions whose gate metric flipped from success to failure (max_regressions counts these)
+    improvements: int  # ... from failure to success
     result: str  # better | worse | no significant change | undefined
     reasons: tuple[str, ...] = ()  # why the cell failed, or why it is undefined
     estimate: str = PAIRED  # calibrated: base, cand, delta, interval and p are of the calibrated means
@@ -122,6 +111,17 @@ class GateCell:
     n_graded_cand: int | None = None
     skipped: tuple[SkippedMetric, ...] = ()
     notes: tuple[str, ...] = ()  # for the reader: a metric passed over, a calibrated estimate not made
+    drops: int = 0  # questions whose gate metric fell, flipped or not
+    gains: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.retriever}@{self.k}"
+
+    @property
+    def identical(self) -> bool:
+        """Judged, and no question's gate metric moved in either direction."""
+        return self.result != UNDEFINED and self.drops == 0 and self.gains == 0
 
 
 @dataclass(frozen=True)
@@ -134,11 +134,15 @@ class Comparison:
     warnings: tuple[str, ...]
     config_changes: tuple[ConfigChange, ...]
     deltas: tuple[MetricDelta, ...]
-    regressions: tuple[Flip, ...]  # success -> failure in a cell whose change counts, largest drop first
-    improvements: tuple[Flip, ...]  # failure -> success, largest gain first
+    # Drops and gains of the gate metric (flips marked), both in the cells whose change counts: significant ones,
+    # or every judged cell without gate.significant_only; largest drop (gain) first.
+    regressions: tuple[QuestionChange, ...]
+    improvements: tuple[QuestionChange, ...]
     cells: tuple[GateCell, ...]
-    all_regressions: int = field(default=0)  # flips in every cell, significant or not
+    all_regressions: int = field(default=0)  # drops in every judged cell, significant or not
+    all_improvements: int = field(default=0)
     judges: tuple[JudgeTrust, ...] = ()  # each judge's agreement with the person's grades, where it has any
+    evidence: tuple[CellEvidence, ...] = ()  # the deciding cells' (and any asked for), in the gate's cell order
 
     @property
     def verdict(self) -> str:
@@ -177,14 +181,31 @@ class Comparison:
             "deltas": [asdict(d) for d in self.deltas],
             "regressions": len(self.regressions),
             "improvements": len(self.improvements),
-            "top_regressions": [asdict(f) for f in self.regressions[:TOP]],
-            "top_improvements": [asdict(f) for f in self.improvements[:TOP]],
+            "all_regressions": self.all_regressions,
+            "all_improvements": self.all_improvements,
+            "top_regressions": [change_record(f) for f in self.regressions[:self.gate.top_questions]],
+            "top_improvements": [change_record(f) for f in self.improvements[:self.gate.top_questions]],
+            "identical_cells": [c.name for c in self.cells if c.identical],
+            "evidence": [evidence_record(e) for e in self.evidence],
         })
+
+
+def change_record(change: QuestionChange) -> dict[str, Any]:
+    return {**asdict(change), "diff": change.diff}
+
+
+def evidence_record(e: CellEvidence) -> dict[str, Any]:
+    """comparison.json's record of a cell's evidence (docs/runs.md)."""
+    record = asdict(e)
+    for question, source in zip(record["questions"], e.questions):
+        question["change"] = change_record(source.change)
+    return record
 
 
 def cell_record(c: GateCell) -> dict[str, Any]:
     record = asdict(c)
     record["reasons"] = "; ".join(c.reasons)
+    record["identical"] = c.identical
     return record
 
 
@@ -199,10 +220,12 @@ def compare_runs(
     n_perm: int = 10000,
     seed: int = 0,
     grading: Grading | None = None,
+    explain: Sequence[str] = (),
 ) -> Comparison:
     """Compare candidate `cand` with baseline `base` under `gate`, on every (retriever, k) both runs hold or those
     of `retrievers` / `ks`. `grading`: the person's grades of judged answers, which decide whether each judge is
-    trusted and make the calibrated estimates of `gate.calibrated`; None: no grades."""
+    trusted and make the calibrated estimates of `gate.calibrated`; None: no grades. The evidence is of the deciding
+    cells and of the cells named in `explain` ("bm25@10"; KeyError naming the cells there are for one not judged)."""
     options = {
         "ignore_invariants": ignore_invariants,
         "retrievers": list(retrievers) if retrievers is not None else None,
@@ -215,34 +238,32 @@ def compare_runs(
     else:
         incompatible += mismatches
 
-    pairs = _paired_values(base, cand)
-    tests = _paired_tests(pairs, n_perm=n_perm, seed=seed, alpha=gate.alpha)
-    deltas = _deltas(base, cand, tests)
+    pairs = paired_values(base, cand)
+    tests = paired_metric_tests(pairs, n_perm=n_perm, seed=seed, alpha=gate.alpha)
+    deltas = metric_deltas(base, cand, tests)
     questions = {row["query_id"]: row.get("question") for run in (base, cand) for row in run.results}
     weights = {row["query_id"]: float(row.get("weight") or 1.0) for row in cand.results}
     grading = grading or Grading()
     graded = (graded_frame(base, grading), graded_frame(cand, grading))
     judges = judge_trust(graded[1], grading)
 
-    cells, flips, diffs = [], [], []
+    cells, changes, diffs = [], [], []
     for (retriever, k), cell_pairs in pairs.groupby(["retriever", "k"], sort=True):
         if not all(chosen is None or value in chosen for value, chosen in
                    ((retriever, retrievers), (retriever, gate.retrievers), (k, ks))):
             continue
-        cell, cell_diffs, cell_flips, cell_warnings = _judge_cell(
+        cell, cell_diffs, cell_changes, cell_warnings = _judge_cell(
             str(retriever), int(k), cell_pairs, base, cand, weights, questions, gate, judges, graded, grading,
             n_perm=n_perm, seed=seed)
         cells.append(cell)
         diffs.append(cell_diffs)
-        flips += cell_flips
+        changes.append(cell_changes)
         warnings += cell_warnings
     cells = _decide(cells, diffs, gate, n_perm=n_perm, seed=seed)
-    counted = {(c.retriever, c.k) for c in cells if c.significant or not gate.significant_only}
-    regressions = [f for f in flips if f.cand < f.base and (f.retriever, f.k) in counted]
-    improvements = [f for f in flips if f.cand > f.base]
-    regressions.sort(key=lambda f: (f.cand - f.base, f.retriever, f.k, f.query_id))
-    improvements.sort(key=lambda f: (f.base - f.cand, f.retriever, f.k, f.query_id))
-
+    counted = [ch for c, cell_changes in zip(cells, changes) if c.significant or not gate.significant_only
+               for ch in cell_changes]
+    every = [ch for cell_changes in changes for ch in cell_changes]
+    evidence = _evidence(cells, changes, gate, explain, (RowIndex(base), RowIndex(cand)), graded)
     if not any(c.result != UNDEFINED for c in cells):
         narrowed = retrievers is not None or ks is not None or gate.retrievers is not None
         selected = " among the retrievers / k selected" if narrowed else ""
@@ -256,14 +277,36 @@ def compare_runs(
         options=options,
         incompatible=tuple(incompatible),
         warnings=tuple(warnings),
-        config_changes=tuple(_config_changes(base.config, cand.config)),
+        config_changes=tuple(config_changes(base.config, cand.config)),
         deltas=tuple(deltas),
-        regressions=tuple(regressions),
-        improvements=tuple(improvements),
+        regressions=tuple(ordered((ch for ch in counted if ch.diff < 0), WORSE_FIRST)),
+        improvements=tuple(ordered((ch for ch in counted if ch.diff > 0), BETTER_FIRST)),
         cells=tuple(cells),
-        all_regressions=sum(1 for f in flips if f.cand < f.base),
+        all_regressions=sum(1 for ch in every if ch.diff < 0),
+        all_improvements=sum(1 for ch in every if ch.diff > 0),
         judges=tuple(judges.values()),
+        evidence=tuple(evidence),
     )
+
+
+def _evidence(cells: list[GateCell], changes: list[list[QuestionChange]], gate: GateSettings, explain: Sequence[str],
+              rows: tuple[RowIndex, RowIndex], graded: tuple[pd.DataFrame, pd.DataFrame]) -> list[CellEvidence]:
+    """The evidence of the cells that decided the verdict and of those named in `explain`."""
+    names = [c.name for c in cells]
+    unknown = [name for name in explain if name not in names]
+    if unknown:
+        raise KeyError(f"no judged cell {', '.join(unknown)}; the cells are {', '.join(names) or 'none'}")
+    results = {c.result for c in cells}
+    verdict = WORSE if WORSE in results else BETTER if BETTER in results else None
+    out = []
+    for cell, cell_changes in zip(cells, changes):
+        if cell.name not in explain and (verdict is None or cell.result != verdict):
+            continue
+        worse = cell.result == WORSE or (cell.result != BETTER and (cell.delta or 0.0) < 0)
+        out.append(cell_evidence(cell_changes, cell.retriever, cell.k, str(cell.metric), cell.result,
+                                 WORSE_FIRST if worse else BETTER_FIRST, gate.top_questions, rows,
+                                 is_answer_metric(str(cell.metric)), graded))
+    return out
 
 
 def _judge_cell(
@@ -281,9 +324,9 @@ def _judge_cell(
     *,
     n_perm: int,
     seed: int,
-) -> tuple[GateCell, pd.Series | None, list[Flip], list[str]]:
+) -> tuple[GateCell, pd.Series | None, list[QuestionChange], list[str]]:
     """The cell's metric, test, (weighted) differences by question (None for a calibrated test, which has none) and
-    flips; its result is settled by _decide once every cell is tested."""
+    the questions that moved; its result is settled by _decide once every cell is tested."""
     both = pairs[pairs["base"].notna() & pairs["cand"].notna()]
     warnings: list[str] = []
     healthy = []
@@ -312,14 +355,11 @@ def _judge_cell(
     w = np.array([weights.get(q, 1.0) for q in rows["query_id"]])
     terms = weighted_terms(c - b, w)
     test = paired_tests(np.zeros((len(b), 1)), terms[:, None], n_perm=n_perm, seed=seed, alpha=gate.alpha)[0]
-    threshold = success_threshold(metric)
-    flips = [
-        Flip(str(r.query_id), questions.get(r.query_id), retriever, k, metric, float(r.base), float(r.cand))
-        for r in rows.itertuples(index=False)
-        if (r.base >= threshold) != (r.cand >= threshold)
-    ]
-    counts = dict(regressions=sum(1 for f in flips if f.cand < f.base),
-                  improvements=sum(1 for f in flips if f.cand > f.base), skipped=tuple(skipped))
+    changes = question_changes(rows, retriever, k, metric, success_threshold(metric), questions)
+    counts = dict(regressions=sum(1 for ch in changes if ch.flip and ch.diff < 0),
+                  improvements=sum(1 for ch in changes if ch.flip and ch.diff > 0),
+                  drops=sum(1 for ch in changes if ch.diff < 0), gains=sum(1 for ch in changes if ch.diff > 0),
+                  skipped=tuple(skipped))
     change = None
     if gate.calibrated and is_judge_metric(metric):
         change = calibrated_change(*graded, retriever, k, metric, weights, grading, gate.alpha)
@@ -331,14 +371,14 @@ def _judge_cell(
             ci_low=change.ci_low, ci_high=change.ci_high, n_pairs=test.n, p_value=change.p_value,
             estimate=CALIBRATED, n_graded_base=change.base.n_graded, n_graded_cand=change.cand.n_graded,
             notes=tuple(notes), **counts)
-        return cell, None, flips, warnings
+        return cell, None, changes, warnings
     cell = _cell(
         retriever, k, metric,
         base=float(np.average(b, weights=w)), cand=float(np.average(c, weights=w)), delta=test.delta,
-        ci_low=test.ci_low, ci_high=test.ci_high, n_pairs=test.n, p_value=_number(test.p_value),
+        ci_low=test.ci_low, ci_high=test.ci_high, n_pairs=test.n, p_value=number(test.p_value),
         notes=tuple(notes), **counts,
     )
-    return cell, pd.Series(terms, index=rows["query_id"].to_numpy()), flips, warnings
+    return cell, pd.Series(terms, index=rows["query_id"].to_numpy()), changes, warnings
 
 
 def _cell(retriever: str, k: int, metric: str | None, **values: Any) -> GateCell:
@@ -403,67 +443,3 @@ def _invariants(base: Run, cand: Run) -> tuple[list[str], list[str]]:
         elif b is None:
             warnings.append(f"invariant {name} ({key}) is recorded in neither run")
     return mismatches, warnings
-
-
-def _paired_values(base: Run, cand: Run) -> pd.DataFrame:
-    """query_id, retriever, k, metric, base, cand for every per-question value both runs hold (NaN kept)."""
-    b = base.per_query_frame().rename(columns={"value": "base"})
-    c = cand.per_query_frame().rename(columns={"value": "cand"})
-    return b.merge(c, on=["query_id", "retriever", "k", "metric"]).sort_values(
-        ["retriever", "k", "query_id"], kind="stable", ignore_index=True
-    )
-
-
-def _paired_tests(pairs: pd.DataFrame, *, n_perm: int, seed: int,
-                  alpha: float) -> dict[tuple[str, int, str], PairedTest]:
-    """The paired test of every (retriever, k, metric), all at once over a questions x cells matrix."""
-    if pairs.empty:
-        return {}
-    keys = ["retriever", "k", "metric"]
-    wide_base = pairs.pivot(index="query_id", columns=keys, values="base")
-    wide_cand = pairs.pivot(index="query_id", columns=keys, values="cand").reindex(columns=wide_base.columns)
-    tests = paired_tests(wide_base.to_numpy(), wide_cand.to_numpy(), n_perm=n_perm, seed=seed, alpha=alpha)
-    return {(str(r), int(k), str(m)): test for (r, k, m), test in zip(wide_base.columns, tests)}
-
-
-def _deltas(base: Run, cand: Run, tests: dict[tuple[str, int, str], PairedTest]) -> list[MetricDelta]:
-    b = base.aggregate_frame()
-    c = cand.aggregate_frame()
-    b = b[b["slice"] == "all"][["retriever", "k", "metric", "value"]]
-    c = c[c["slice"] == "all"][["retriever", "k", "metric", "value"]]
-    both = b.merge(c, on=["retriever", "k", "metric"], how="outer", suffixes=("_base", "_cand"), sort=False)
-    # Metrics in the order the base run lists them, then those only the candidate has.
-    order = {m: i for i, m in enumerate(pd.unique(pd.concat([b["metric"], c["metric"]])))}
-    both = both.assign(order=both["metric"].map(order)).sort_values(["retriever", "k", "order"], kind="stable")
-    deltas = []
-    for r in both.itertuples(index=False):
-        base_value, cand_value = _number(r.value_base), _number(r.value_cand)
-        test = tests.get((str(r.retriever), int(r.k), per_question_name(str(r.metric))))
-        deltas.append(
-            MetricDelta(
-                retriever=str(r.retriever),
-                k=int(r.k),
-                metric=str(r.metric),
-                base=base_value,
-                cand=cand_value,
-                delta=None if base_value is None or cand_value is None else cand_value - base_value,
-                n_pairs=test.n if test else 0,
-                p_value=_number(test.p_value) if test else None,
-                ci_low=_number(test.ci_low) if test else None,
-                ci_high=_number(test.ci_high) if test else None,
-            )
-        )
-    return deltas
-
-
-def _config_changes(base: dict[str, Any], cand: dict[str, Any]) -> list[ConfigChange]:
-    b, c = flatten(base), flatten(cand)
-    keys = sorted(b.keys() | c.keys())
-    return [ConfigChange(key, b.get(key), c.get(key)) for key in keys if b.get(key) != c.get(key)]
-
-
-def _number(value: Any) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return None if np.isnan(value) else value

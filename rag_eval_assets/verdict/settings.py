@@ -28,3 +28,5 @@ class GateSettings(Section):
     retrievers: tuple[StrictStr, ...] | None = None  # the retrievers the gate judges; None: every retriever
     # a judge metric's cell is judged on the two runs' calibrated (PPI++) means where both have judge.min_grades grades
     calibrated: StrictBool = False
+    # the questions listed by name: regressions, improvements, and per deciding cell those that moved it most
+    top_questions: Annotated[StrictInt, at_least(1)] = 10

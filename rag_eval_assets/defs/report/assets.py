@@ -59,7 +59,7 @@ def _created(run: Run) -> datetime:
     kinds={"html", "json"},
     ins={"retrieval_results": ALL, "answers": ALL, "judged_answers": ALL},
     deps=[GRADES_FILE],  # the person's grades: a new grade makes the run directory again, judging nothing again
-    code_version="1",
+    code_version="2",  # 2: results rows carry their question's gold items
     check_specs=[dg.AssetCheckSpec(
         CALL_HEALTH_CHECK, asset="evaluation_run", blocking=True,
         description="No cell's calls to the answerer LLM, the judge, ragas or the service under test failed more "
@@ -70,6 +70,7 @@ def evaluation_run(
     settings: RagEvalSettings,
     evalset: pd.DataFrame,
     chunks: pd.DataFrame,
+    gold_labels: pd.DataFrame,
     retrieval_results: dict[str, pd.DataFrame],
     retrieval_metrics_per_query: pd.DataFrame,
     retrieval_metrics: pd.DataFrame,
@@ -83,7 +84,8 @@ def evaluation_run(
     s = settings.load()
     contents = grid_contents(evalset, chunks, retrieval_results.values(), retrieval_metrics_per_query,
                              retrieval_metrics, answers.values(), judged_answers.values(), answer_metrics_per_query,
-                             answer_metrics, latest_unresolved_gold(context), grades_path(s.evalset.path), s.judge)
+                             answer_metrics, latest_unresolved_gold(context), grades_path(s.evalset.path), s.judge,
+                             gold_labels, s.retrieval.level)
     # Known before the directory is written, so that it is written as failed: Dagster fails the step on this
     # blocking check only after the asset has returned, and a directory written as pending would wait for a
     # commit that never comes, with no word of why.

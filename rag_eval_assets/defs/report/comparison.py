@@ -15,17 +15,17 @@ from rag_eval_assets.defs.storage.parquet_io_manager import pipeline_of_run
 from rag_eval_assets.reports.comparison import (
     COMPARISON_COLUMNS,
     DELTA_HEADERS,
-    GATE_HEADERS,
     comparison_frame,
     delta_rows,
-    gate_rows,
+    evidence_metadata,
     gate_settings_line,
+    gate_table_markdown,
     notes_markdown,
     quality_gate_description,
     recorded_verdict,
 )
 from rag_eval_assets.reports.html import REPORT_FILE
-from rag_eval_assets.reports.markdown import capped_table, markdown_table
+from rag_eval_assets.reports.markdown import capped_table
 from rag_eval_assets.runs.baseline import apply_retention
 from rag_eval_assets.runs.status import mark_failed, mark_good
 from rag_eval_assets.runs.store import COMPARISON_JSON
@@ -43,15 +43,16 @@ def check_failures(asset: str, checks: list[dg.AssetCheckResult]) -> list[str]:
 
 
 def verdict_metadata(comparison: dict | None) -> dict[str, dg.MetadataValue]:
-    """The verdict first, then the whole gate table (one row per retriever and k, never cut)."""
+    """The verdict first, then the whole gate table (one row per retriever and k that moved, never cut; one line
+    for the cells identical in both runs)."""
     if comparison is None:
         return {"verdict": dg.MetadataValue.text(NO_BASELINE)}
     return {
         "verdict": dg.MetadataValue.text(recorded_verdict(comparison)),
         "verdict_score": dg.MetadataValue.float(VERDICT_SCORE[comparison["verdict"]]),
         "gate": dg.MetadataValue.md(
-            gate_settings_line(comparison["gate"]) + "\n\n" + markdown_table(GATE_HEADERS, gate_rows(comparison["cells"]))
-            + notes_markdown(comparison["cells"])
+            gate_settings_line(comparison["gate"]) + "\n\n"
+            + gate_table_markdown(comparison["cells"], comparison["deciding_cells"]) + notes_markdown(comparison["cells"])
         ),
     }
 
@@ -100,6 +101,7 @@ def run_comparison(context: dg.AssetExecutionContext, settings: RagEvalSettings,
         comparison_frame(comparison),
         metadata={
             **verdict_metadata(comparison),
+            "evidence": dg.MetadataValue.md(evidence_metadata(comparison)),
             "baseline_run_id": comparison["base_run_id"],
             "exit_code": comparison["exit_code"],
             "regressions": comparison["regressions"],
