@@ -5,6 +5,7 @@ Dagster metadata leads with the verdict and holds the whole gate table."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import dagster as dg
@@ -133,3 +134,79 @@ def test_the_ui_metadata_leads_with_the_verdict_and_holds_the_whole_gate_table(n
     assert len(table) > len(gated) and table["metric"].nunique() > 5  # every metric's delta, not only the gate's
     current = stored_table(tmp / "store" / "assets", "run_comparison")
     assert set(current.loc[current["gate"], "result"]) == {"no significant change"}
+
+
+def _independent_drops(default: Path, broken: Path, collection: Path, k: int) -> list[tuple[str, float]]:
+    """Each question's nDCG@k drop from default to broken, computed here from qrels.tsv and the documents each run
+    retrieved (one relevant document: 1 / log2(rank + 1) within the top k), largest drop first, ties by id."""
+    relevant = dict(line.split("\t")[:2] for line in (collection / "qrels.tsv").read_text().splitlines()[1:])
+
+    def ndcg(path: Path) -> dict[str, float]:
+        values = {}
+        for line in (path / "results.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            if row["k"] == k:
+                ranks = [d["rank"] for d in row["retrieved"] if d["doc_id"] == relevant[row["query_id"]]]
+                values[row["query_id"]] = 1 / math.log2(ranks[0] + 1) if ranks and ranks[0] <= k else 0.0
+        return values
+
+    before, after = ndcg(default), ndcg(broken)
+    drops = [(q, after[q] - before[q]) for q in before if after[q] - before[q] < -1e-9]
+    return sorted(drops, key=lambda d: (d[1], d[0]))
+
+
+def _ranks(path: Path, query_id: str, k: int, doc: str) -> int | None:
+    for line in (path / "results.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if row["query_id"] == query_id and row["k"] == k:
+            return next((d["rank"] for d in row["retrieved"] if d["doc_id"] == doc), None)
+    raise AssertionError(f"no row {query_id}@{k}")
+
+
+def test_the_evidence_names_the_largest_drops_with_the_gold_ranks_before_and_after(nights, tmp_path, capsys):
+    tmp, runs, metadata = nights
+    default, broken = runs["default"][1], runs["broken"][1]
+    code = main(["compare", "--base", str(default), "--cand", str(broken), "--out", str(tmp_path),
+                 "--top-questions", "70"])
+    document = json.loads((tmp_path / "comparison.json").read_text(encoding="utf-8"))
+    assert code == 1 and [f"{e['retriever']}@{e['k']}" for e in document["evidence"]] == document["deciding_cells"]
+    for e in document["evidence"]:
+        k = e["k"]
+        named = [(q["change"]["query_id"], q["change"]["diff"]) for q in e["questions"]]
+        expected = _independent_drops(default, broken, tmp / "beir", k)
+        assert [q for q, _ in named] == [q for q, _ in expected] and e["drops"] == len(expected)
+        assert [d for _, d in named] == pytest.approx([d for _, d in expected])
+        for q in e["questions"]:
+            query_id = q["change"]["query_id"]
+            doc = f"{query_id}r" if query_id.startswith("b") else f"d{query_id[1:]}r"
+            (gold,) = q["gold"]
+            assert (gold["item"], gold["base_rank"], gold["cand_rank"]) == (
+                doc, _ranks(default, query_id, k, doc), _ranks(broken, query_id, k, doc))
+            marked = [item["doc_id"] for item in q["cand_retrieved"] if item["gold"]]
+            assert marked == ([doc] if gold["cand_rank"] is not None else [])
+    # By the collection's design: a clear question's document falls from 1st to 4th, out of the top 3.
+    by_cell = {e["k"]: {q["change"]["query_id"]: q for q in e["questions"]} for e in document["evidence"]}
+    assert [(g["base_rank"], g["cand_rank"]) for g in by_cell[5]["q00"]["gold"]] == [(1, 4)]
+    assert [(g["base_rank"], g["cand_rank"]) for g in by_cell[3]["q00"]["gold"]] == [(1, None)]
+    assert len(by_cell[5]) == 62 and by_cell[5]["q00"]["change"]["diff"] == pytest.approx(AT_4 - 1)
+    text = capsys.readouterr().out
+    assert "Evidence: bm25@3 ndcg@k (worse): 62 questions down (60 success → failure)" in text
+    lines = text.splitlines()
+    at_3 = lines[lines.index(next(line for line in lines if line.startswith("Evidence: bm25@3"))) + 2:]
+    q00 = " ".join(next(line for line in at_3 if line.startswith("  q00 ")).split())
+    assert q00.startswith("q00 1.0000 0.0000 -1.0000 success → failure d00r 1 → not in the top 3 raregecarulu")
+
+    # One question in full: both runs' lists at the largest k, the gold document marked where each run put it.
+    assert main(["show", str(broken), "--question", "q00", "--against", str(default)]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert f"bm25@10: gold rank {default.name} → {broken.name}: d00r 1 → 4" in shown
+    table = shown[shown.index(f"bm25@10: gold rank {default.name} → {broken.name}: d00r 1 → 4") + 1:][:5]
+    assert table[1].split()[:2] == ["1", "★"] and table[1].split()[2].startswith("d00r")
+    assert table[4].split()[0] == "4" and "★ d00r" in table[4] and table[4].count("★") == 1
+    assert "ndcg@k 1.0000 → 0.4307" in next(line for line in shown if line.startswith("  k=5: "))
+    assert main(["show", str(broken), "--question", "nope"]) == 3
+
+    # The UI: run_comparison's metadata carries the deciding cells' question tables.
+    evidence = metadata["run_comparison"]["evidence"].value
+    assert evidence.startswith("#### bm25@1 ndcg@k (worse): ")
+    assert "| q00 | 1.0000 | 0.4307 | -0.5693 | success → failure | d00r 1 → 4 |" in evidence
