@@ -15,6 +15,7 @@ import pytest
 from rag_eval_assets.cli import main
 from rag_eval_assets_tests.stored_tables import stored_table
 from rag_eval_assets_tests.synthetic_beir import write_collection
+from rag_eval_assets_tests.test_ui_browser import browser  # noqa: F401 (a fixture)
 
 ANSWER_KS = (5, 10)
 # nDCG of one relevant document at rank 2 and rank 4. Ranks by hand (synthetic_beir): the 60 clear queries rank
@@ -36,7 +37,8 @@ def _config(tmp: Path, collection: Path, k1: float, b: float) -> Path:
         "chunking: {chunk_size_chars: 100000, overlap_chars: 0}\n"
         "retrievers: [bm25]\nk_values: [1, 3, 5, 10]\n"
         f"answering: {{k_values: {list(ANSWER_KS)}}}\n"
-        f"retrieval: {{level: doc, bm25: {{k1: {k1}, b: {b}}}}}\n",
+        f"retrieval: {{level: doc, bm25: {{k1: {k1}, b: {b}}}}}\n"
+        "report: {gate: {top_questions: 70}}\n",  # every question that moved, to sort them in the report
         encoding="utf-8",
     )
     return path
@@ -210,3 +212,35 @@ def test_the_evidence_names_the_largest_drops_with_the_gold_ranks_before_and_aft
     evidence = metadata["run_comparison"]["evidence"].value
     assert evidence.startswith("#### bm25@1 ndcg@k (worse): ")
     assert "| q00 | 1.0000 | 0.4307 | -0.5693 | success → failure | d00r 1 → 4 |" in evidence
+
+
+def test_the_report_sorts_the_deciding_cells_questions_and_opens_each_in_chromium(nights, browser):  # noqa: F811
+    """The broken run's report.html against its baseline (k1 1.0): at k = 5 the 60 clear questions fell by
+    1 - nDCG(4th) and the 4 borderline ones by 1 - nDCG(2nd); sorting by difference puts those 4 first, and a
+    question opens on both runs' lists with its gold document marked where each run put it."""
+    from playwright.sync_api import expect
+
+    _, runs, _ = nights
+    page = browser.new_page()
+    page.goto((runs["broken"][1] / "report.html").as_uri())
+    section = page.locator("section.evidence[data-cell='bm25@5']")
+    expect(section.locator("h3")).to_contain_text("bm25@5 ndcg@k (worse): 64 questions down")
+    questions = section.locator("tbody.question")
+    expect(questions).to_have_count(64)
+    diffs = lambda: [float(d) for d in questions.evaluate_all("bodies => bodies.map(b => b.dataset.diff)")]
+    assert diffs() == sorted(diffs()) and diffs()[0] == pytest.approx(AT_4 - 1)
+    section.locator("th[data-sort]").click()
+    assert diffs() == sorted(diffs(), reverse=True) and diffs()[0] == pytest.approx(AT_2 - 1)
+    assert questions.first.get_attribute("data-query").startswith("b")
+    q00 = section.locator("tbody.question[data-query='q00']")
+    lists = q00.locator("tr.lists")
+    expect(lists).to_be_hidden()
+    q00.locator("button.toggle").click()
+    expect(lists).to_be_visible()
+    expect(lists.locator("p.gold-ranks")).to_have_text("gold rank base → cand: d00r 1 → 4")
+    gold = lists.locator("tr.gold")
+    expect(gold).to_have_count(2)  # rank 1 in the baseline, rank 4 in the candidate
+    expect(gold.nth(0).locator("td").nth(1)).to_contain_text("★ d00r")
+    expect(gold.nth(1).locator("td").nth(0)).to_have_text("4")
+    expect(gold.nth(1).locator("td").nth(3)).to_contain_text("★ d00r")
+    page.close()
