@@ -90,13 +90,17 @@ def test_report_embeds_every_chart_as_a_png_data_uri(report: tuple[Run, Path], t
         assert attrs["alt"] == CHARTS[name]
 
 
-def test_report_has_no_external_url(report: tuple[Run, Path]) -> None:
-    _, path = report
+@pytest.mark.parametrize("which", ["report", "worse_report"])
+def test_report_has_no_external_url(which: str, request: pytest.FixtureRequest) -> None:
+    _, path = request.getfixturevalue(which)
     page = parse(path)
     urls = [attrs[a] for _, attrs in page.tags for a in URL_ATTRIBUTES if attrs.get(a)]
     assert urls and all(u.startswith("data:image/png;base64,") for u in urls)
     assert not [u for u in urls if "http" in u.lower() or "//" in u.split(",")[0]]
-    assert {tag for tag, _ in page.tags}.isdisjoint({"script", "link", "iframe", "object", "embed"})
+    assert {tag for tag, _ in page.tags}.isdisjoint({"link", "iframe", "object", "embed"})
+    # The only script is the verdict section's own (sorting and opening questions), inline.
+    scripts = [attrs for tag, attrs in page.tags if tag == "script"]
+    assert len(scripts) == (which == "worse_report") and not any(attrs for attrs in scripts)
     assert "url(" not in page.style and "@import" not in page.style
 
 
@@ -135,6 +139,15 @@ def test_the_report_opens_with_the_verdict_then_the_ranking(worse_report: tuple[
     worst = next(c for c in cells if c["result"] == "worse")
     assert f"{worst['delta']:+.4f}" in text and f"[{worst['ci_low']:+.4f}, {worst['ci_high']:+.4f}]" in text
     assert "Top regressions" in text and run.comparison["top_regressions"][0]["question"] in text
+    # The gate table leads with the three deciding cells; dense's identical cells fold into one expandable line.
+    gate = html[html.index('id="gate-cells"'):html.index("</table>", html.index('id="gate-cells"'))]
+    assert gate.count("<tr class=\"result-worse\">") == 3 and "dense@" not in gate
+    assert '<details id="identical-cells"><summary>3 cells identical: dense@1-5</summary>' in html
+    # One evidence section per deciding cell, its questions (the sample rows keep no gold) each with both lists.
+    assert [e["retriever"] + "@" + str(e["k"]) for e in run.comparison["evidence"]] == deciding
+    assert html.count('<section class="evidence"') == len(deciding)
+    assert html.count('<tbody class="question"') == sum(len(e["questions"]) for e in run.comparison["evidence"])
+    assert "bm25@1 ndcg@k (worse): 7 questions down (7 success → failure), 0 up" in text
     # The ranking: 8 labelled questions cannot tell bm25 from dense at k = 1 (one question apart).
     assert "Which retriever is best" in text
     assert "k=1: bm25 leads, not significantly, ndcg@k 0.125 vs dense 0.000, +0.125 [+0.000, +0.500], p = 1.000" in text

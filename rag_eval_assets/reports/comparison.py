@@ -20,10 +20,9 @@ from rag_eval_assets.verdict.compare import (
     Comparison,
     GateCell,
     cell_record,
-    evidence_record,
     metric_label,
 )
-from rag_eval_assets.verdict.evidence import QuestionChange
+from rag_eval_assets.verdict.evidence import QuestionChange, evidence_record
 from rag_eval_assets.verdict.text import interval_text, p_text, signed
 
 

@@ -17,34 +17,13 @@ import numpy as np
 import pandas as pd
 
 from rag_eval_assets.runs.store import Run, config_value, jsonable
-from rag_eval_assets.verdict.deltas import (
-    ConfigChange,
-    MetricDelta,
-    config_changes,
-    metric_deltas,
-    number,
-    paired_metric_tests,
-    paired_values,
-)
-from rag_eval_assets.verdict.evidence import (
-    BETTER_FIRST,
-    WORSE_FIRST,
-    CellEvidence,
-    QuestionChange,
-    RowIndex,
-    cell_evidence,
-    ordered,
-    question_changes,
-)
 from rag_eval_assets.verdict.corrections import corrected
-from rag_eval_assets.verdict.gate import (
-    choose_metric,
-    is_answer_metric,
-    per_question_name,
-    success_threshold,
-    unhealthy,
-    weighted_terms,
-)
+from rag_eval_assets.verdict.deltas import (ConfigChange, MetricDelta, config_changes, metric_deltas, number,
+                                           paired_metric_tests, paired_values)
+from rag_eval_assets.verdict.evidence import (BETTER_FIRST, WORSE_FIRST, CellEvidence, QuestionChange, RowIndex,
+                                             change_record, evidence_of, evidence_record, ordered, question_changes)
+from rag_eval_assets.verdict.gate import (choose_metric, per_question_name, success_threshold, unhealthy_in_either,
+                                         weighted_terms)
 from rag_eval_assets.verdict.judged import (
     CalibratedChange,
     Grading,
@@ -190,18 +169,6 @@ class Comparison:
         })
 
 
-def change_record(change: QuestionChange) -> dict[str, Any]:
-    return {**asdict(change), "diff": change.diff}
-
-
-def evidence_record(e: CellEvidence) -> dict[str, Any]:
-    """comparison.json's record of a cell's evidence (docs/runs.md)."""
-    record = asdict(e)
-    for question, source in zip(record["questions"], e.questions):
-        question["change"] = change_record(source.change)
-    return record
-
-
 def cell_record(c: GateCell) -> dict[str, Any]:
     record = asdict(c)
     record["reasons"] = "; ".join(c.reasons)
@@ -263,7 +230,10 @@ def compare_runs(
     counted = [ch for c, cell_changes in zip(cells, changes) if c.significant or not gate.significant_only
                for ch in cell_changes]
     every = [ch for cell_changes in changes for ch in cell_changes]
-    evidence = _evidence(cells, changes, gate, explain, (RowIndex(base), RowIndex(cand)), graded)
+    results = {c.result for c in cells}
+    verdict = WORSE if WORSE in results else BETTER if BETTER in results else None
+    evidence = evidence_of(cells, changes, [c.name for c in cells if verdict and c.result == verdict],
+                           verdict == WORSE, explain, gate.top_questions, (RowIndex(base), RowIndex(cand)), graded)
     if not any(c.result != UNDEFINED for c in cells):
         narrowed = retrievers is not None or ks is not None or gate.retrievers is not None
         selected = " among the retrievers / k selected" if narrowed else ""
@@ -289,26 +259,6 @@ def compare_runs(
     )
 
 
-def _evidence(cells: list[GateCell], changes: list[list[QuestionChange]], gate: GateSettings, explain: Sequence[str],
-              rows: tuple[RowIndex, RowIndex], graded: tuple[pd.DataFrame, pd.DataFrame]) -> list[CellEvidence]:
-    """The evidence of the cells that decided the verdict and of those named in `explain`."""
-    names = [c.name for c in cells]
-    unknown = [name for name in explain if name not in names]
-    if unknown:
-        raise KeyError(f"no judged cell {', '.join(unknown)}; the cells are {', '.join(names) or 'none'}")
-    results = {c.result for c in cells}
-    verdict = WORSE if WORSE in results else BETTER if BETTER in results else None
-    out = []
-    for cell, cell_changes in zip(cells, changes):
-        if cell.name not in explain and (verdict is None or cell.result != verdict):
-            continue
-        worse = cell.result == WORSE or (cell.result != BETTER and (cell.delta or 0.0) < 0)
-        out.append(cell_evidence(cell_changes, cell.retriever, cell.k, str(cell.metric), cell.result,
-                                 WORSE_FIRST if worse else BETTER_FIRST, gate.top_questions, rows,
-                                 is_answer_metric(str(cell.metric)), graded))
-    return out
-
-
 def _judge_cell(
     retriever: str,
     k: int,
@@ -331,7 +281,7 @@ def _judge_cell(
     warnings: list[str] = []
     healthy = []
     for metric in set(both["metric"]):
-        why = _unhealthy(base, cand, retriever, k, metric, gate.max_error_rate)
+        why = unhealthy_in_either(base, cand, retriever, k, metric, gate.max_error_rate)
         if why:
             warnings.append(f"{retriever}@{k}: {metric} not compared: {why}")
         else:
@@ -415,14 +365,6 @@ def _decide(cells: list[GateCell], diffs: list[pd.Series | None], gate: GateSett
 def metric_label(cell: GateCell) -> str:
     """The cell's metric, marked when its change is of the calibrated means."""
     return f"{cell.metric} (calibrated)" if cell.estimate == CALIBRATED else str(cell.metric)
-
-
-def _unhealthy(base: Run, cand: Run, retriever: str, k: int, metric: str, limit: float) -> str | None:
-    for run, role in ((base, "base"), (cand, "candidate")):
-        why = unhealthy(run.metrics.get("call_health") or [], retriever, k, metric, limit)
-        if why:
-            return f"{why} in the {role} run"
-    return None
 
 
 def _invariants(base: Run, cand: Run) -> tuple[list[str], list[str]]:

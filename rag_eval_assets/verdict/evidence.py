@@ -8,13 +8,14 @@ Built from the per-question rows the comparison already reads (results.jsonl): o
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
 from rag_eval_assets.runs.store import Run
+from rag_eval_assets.verdict.gate import is_answer_metric
 
 # A per-question difference smaller than this is no change (values are the same sums in another order at most).
 EPSILON = 1e-9
@@ -93,6 +94,50 @@ class CellEvidence:
     @property
     def name(self) -> str:
         return f"{self.retriever}@{self.k}"
+
+
+class JudgedCell(Protocol):
+    """What the evidence reads of a gate cell (verdict/compare.py GateCell)."""
+
+    name: str
+    retriever: str
+    k: int
+    metric: str | None
+    result: str
+    delta: float | None
+
+
+def evidence_of(cells: Sequence[JudgedCell], changes: Sequence[Sequence[QuestionChange]], deciding: Sequence[str],
+                drops_first: bool, explain: Sequence[str], top: int, rows: tuple[RowIndex, RowIndex],
+                graded: tuple[pd.DataFrame, pd.DataFrame]) -> list[CellEvidence]:
+    """The evidence of the `deciding` cells (drops first when they decided a `worse` verdict, else gains first) and of
+    those named in `explain` (in the direction of their delta); `changes[i]` are cells[i]'s moved questions.
+    KeyError naming the cells there are for a name of `explain` that is none of them."""
+    names = [c.name for c in cells]
+    unknown = [name for name in explain if name not in names]
+    if unknown:
+        raise KeyError(f"no judged cell {', '.join(unknown)}; the cells are {', '.join(names) or 'none'}")
+    out = []
+    for cell, cell_changes in zip(cells, changes):
+        if cell.name not in deciding and cell.name not in explain:
+            continue
+        worse = drops_first if cell.name in deciding else (cell.delta or 0.0) < 0
+        out.append(cell_evidence(cell_changes, cell.retriever, cell.k, str(cell.metric), cell.result,
+                                 WORSE_FIRST if worse else BETTER_FIRST, top, rows,
+                                 is_answer_metric(str(cell.metric)), graded))
+    return out
+
+
+def change_record(change: QuestionChange) -> dict[str, Any]:
+    return {**asdict(change), "diff": change.diff}
+
+
+def evidence_record(e: CellEvidence) -> dict[str, Any]:
+    """comparison.json's record of a cell's evidence (docs/runs.md)."""
+    record = asdict(e)
+    for question, source in zip(record["questions"], e.questions):
+        question["change"] = change_record(source.change)
+    return record
 
 
 def question_changes(rows: pd.DataFrame, retriever: str, k: int, metric: str, threshold: float,

@@ -18,6 +18,7 @@ from rag_eval_assets.metrics.json_v2 import JSON_V2_SCORE
 from rag_eval_assets.metrics.rule_score import WEIGHTED_SCORE
 from rag_eval_assets.metrics.retrieval import SCOPE_MISS
 from rag_eval_assets.metrics.scales import top_of_scale
+from rag_eval_assets.runs.store import Run
 from rag_eval_assets.verdict.settings import AUTO, GateSettings
 
 # The run-level score is a weighted mean of a per-question value stored under another name.
@@ -71,6 +72,15 @@ def unhealthy(call_health: Iterable[Mapping[str, Any]], retriever: str, k: int, 
         rate = row.get("error_rate")
         if rate is not None and rate > limit:
             return f"{row.get('errors')} of {row.get('calls')} {row.get('stage')} calls failed ({rate:.0%} > {limit:.0%})"
+    return None
+
+
+def unhealthy_in_either(base: Run, cand: Run, retriever: str, k: int, metric: str, limit: float) -> str | None:
+    """unhealthy in the base run or in the candidate, saying which."""
+    for run, role in ((base, "base"), (cand, "candidate")):
+        why = unhealthy(run.metrics.get("call_health") or [], retriever, k, metric, limit)
+        if why:
+            return f"{why} in the {role} run"
     return None
 
 
