@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from rag_eval_assets.cli import main
+from rag_eval_assets_tests.dagster_server import BIN, dagster_env, running_server, wait_for_asset_keys
 from rag_eval_assets_tests.stored_tables import stored_table
 from rag_eval_assets_tests.synthetic_beir import write_collection
 from rag_eval_assets_tests.test_ui_browser import browser  # noqa: F401 (a fixture)
@@ -244,3 +245,26 @@ def test_the_report_sorts_the_deciding_cells_questions_and_opens_each_in_chromiu
     expect(gold.nth(1).locator("td").nth(0)).to_have_text("4")
     expect(gold.nth(1).locator("td").nth(3)).to_contain_text("★ d00r")
     page.close()
+
+
+def test_the_ui_shows_the_deciding_cells_questions_in_chromium(nights, browser):  # noqa: F811
+    """The Dagster UI on the nights' instance: run_comparison's `evidence` metadata opens on one question table per
+    deciding cell, the clear questions' gold document fallen from 1st to 4th at k = 5."""
+    tmp, _, _ = nights
+    env = dagster_env(tmp / "home", tmp / "rag_eval.yaml")
+    with running_server([str(BIN / "dagster-webserver"), "-w", "workspace.yaml"], env, tmp / "webserver.log") as url:
+        wait_for_asset_keys(url)
+        page = browser.new_page(viewport={"width": 1600, "height": 1200})
+        page.set_default_timeout(60_000)
+        page.goto(f"{url}/assets/run_comparison")
+        row = page.locator("tr", has=page.get_by_text("evidence", exact=True))
+        row.get_by_text("[Show Markdown]").click()
+        dialog = page.get_by_role("dialog")
+        headings = dialog.locator("h4")
+        headings.nth(3).wait_for()
+        assert [h.split(":")[0] for h in headings.all_inner_texts()] == [
+            f"bm25@{k} ndcg@k (worse)" for k in (1, 3, 5, 10)]
+        at_5 = dialog.locator("table").nth(2).locator("tr", has=page.get_by_text("q00", exact=True))
+        assert at_5.locator("td").all_inner_texts()[:6] == [
+            "q00", "1.0000", "0.4307", "-0.5693", "success → failure", "d00r 1 → 4"]
+        page.close()
