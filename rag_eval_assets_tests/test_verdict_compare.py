@@ -4,6 +4,7 @@ exit codes, invariants, flips and comparison.json."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,7 @@ def crafted_run(
     extra: dict[tuple[Cell, str], list[float]] | None = None,
     weights: dict[str, float] | None = None,
     call_health: list[dict] | None = None,
+    rows_with: Callable[[dict], dict] | None = None,
 ) -> Run:
     """A run whose per-question `metric` values are `values[(retriever, k)]` (question i -> IDS[i]), plus the
     per-question values of `extra[(cell, metric)]`; aggregates by aggregate_metrics."""
@@ -59,6 +61,7 @@ def crafted_run(
             cell_metrics = {name: (None if np.isnan(column[i]) else column[i]) for name, column in columns.items()}
             rows.append({"query_id": query_id, "question": f"Question {query_id}?", "retriever": retriever, "k": k,
                          "weight": (weights or {}).get(query_id, 1.0), "metrics": cell_metrics})
+            rows[-1] = rows_with(rows[-1]) if rows_with else rows[-1]
             per_query += [(query_id, retriever, k, name, column[i]) for name, column in columns.items()]
     per_query = pd.DataFrame(per_query, columns=["query_id", "retriever", "k", "metric", "value"])
     aggregate = aggregate_metrics(per_query, pd.DataFrame({"query_id": IDS}), slices=(), n_boot=100)
@@ -131,6 +134,21 @@ def test_noise_passes_and_a_real_drop_is_worse(tmp_path: Path, base: Run) -> Non
                                            "bm25@5 ndcg@k 0.667 -> 0.467 (-0.200")
 
 
+def test_a_worse_verdict_names_its_regressions_even_when_nothing_flips(tmp_path: Path) -> None:
+    # nDCG 1.0 -> 0.7 on twenty questions: each still a success (>= 0.5), so no flip, yet the cell is worse.
+    base = crafted_run(tmp_path, "base", {("bm25", 10): [1.0] * N, ("dense", 10): [1.0] * N})
+    cand = crafted_run(tmp_path, "cand", {("bm25", 10): [0.7] * 20 + [1.0] * 40, ("dense", 10): [1.0] * N})
+    c = compare_runs(base, cand)
+    bm25 = c.cells[0]
+    assert (c.verdict, bm25.result, bm25.regressions, bm25.drops) == (WORSE, WORSE, 0, 20)
+    assert [(f.query_id, f.flip, f.diff) for f in c.regressions] == [
+        (q, False, pytest.approx(-0.3)) for q in IDS[:20]]
+    assert c.improvements == () and c.evidence[0].drops == 20 and c.evidence[0].flips_down == 0
+    text = format_comparison(c)
+    assert "Top regressions (20 in the significant cells, 0 of them flips; 20 in every cell)" in text
+    assert "  1 cell identical: dense@10" in text
+
+
 def test_a_significant_gain_is_better(tmp_path: Path, base: Run) -> None:
     cand = crafted_run(tmp_path, "cand", {("bm25", 5): hits(BASE), ("dense", 5): hits(BASE | set(range(40, 55)))})
     c = compare_runs(base, cand)
@@ -183,6 +201,41 @@ def test_the_auto_gate_metric_is_one_that_means_something_for_the_cell(tmp_path:
     dropped = crafted_run(tmp_path, "dropped", ndcg, extra={(("bm25", 5), "correctness"): [2.0] * 20 + [4.0] * 40})
     c = compare_runs(judged, dropped)
     assert (c.verdict, c.cells[1].metric, c.cells[1].regressions) == (WORSE, "correctness", 20)
+
+
+def test_an_answer_metric_cell_shows_both_answers_with_their_judge_scores_and_grades(tmp_path: Path) -> None:
+    from rag_eval_assets.labeling.grades import Grade, GradeKey
+    from rag_eval_assets.reports.evidence import evidence_text
+    from rag_eval_assets.verdict.evidence import evidence_record
+    from rag_eval_assets.verdict.judged import Grading
+
+    def answered(role: str, scores: list[float]) -> Callable[[dict], dict]:
+        def add(row: dict) -> dict:
+            score = scores[IDS.index(row["query_id"])]
+            return {**row, "answer": {"text": f"{role} answer {row['query_id']}"},
+                    "judgments": [{"judge": "correctness", "score": score, "replicate": 0,
+                                   "judge_input_sha256": f"{role}-{row['query_id']}"}]}
+        return add
+
+    before, after = [4.0] * N, [2.0] * 20 + [4.0] * 40
+    base = crafted_run(tmp_path, "base", {}, extra={(("bm25", 5), "correctness"): before},
+                       rows_with=answered("base", before))
+    cand = crafted_run(tmp_path, "cand", {}, extra={(("bm25", 5), "correctness"): after},
+                       rows_with=answered("cand", after))
+    # A person graded the candidate's first answer 1 (one grade says nothing against the judge: it stays trusted).
+    grade = Grade("q000", "correctness", "cand-q000", 1, "correctness-v1")
+    c = compare_runs(base, cand, grading=Grading({GradeKey("q000", "correctness", "cand-q000"): grade}))
+    (evidence,) = c.evidence
+    assert (c.verdict, evidence.metric, evidence.drops) == (WORSE, "correctness", 20)
+    first = evidence.questions[0]
+    assert first.change.query_id == "q000" and first.change.diff == -2.0
+    assert (first.base_answer.text, dict(first.base_answer.judge_scores), dict(first.base_answer.grades)) == (
+        "base answer q000", {"correctness": 4.0}, {})
+    assert (first.cand_answer.text, dict(first.cand_answer.judge_scores), dict(first.cand_answer.grades)) == (
+        "cand answer q000", {"correctness": 2.0}, {"correctness": 1.0})
+    lines = evidence_text(evidence_record(evidence), full=True)
+    assert "  base answer [correctness 4]: base answer q000" in lines
+    assert "  cand answer [correctness 2 (graded 1)]: cand answer q000" in lines
 
 
 def test_the_weighted_score_cell_weighs_questions(tmp_path: Path) -> None:
