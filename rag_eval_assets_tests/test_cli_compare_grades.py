@@ -40,7 +40,9 @@ def test_compare_reads_the_grades_beside_the_evalset(tmp_path: Path, capsys) -> 
     assert (cell["delta"], cell["p_value"], cell["result"]) == (0.0, 1.0, "no significant change")
     assert document["gate"]["calibrated"] is True and document["judges"][0]["trusted"] is True
     assert f"bm25@3: correctness calibrated by the person's grades ({len(judged)} in the base run" in text
-    assert "| bm25@3 | correctness (calibrated) |" in (out / "comparison.md").read_text(encoding="utf-8")
+    # A run against itself: the cell is identical in both runs, one line after the (empty) table, its note kept.
+    markdown = (out / "comparison.md").read_text(encoding="utf-8")
+    assert "_1 cell identical: bm25@3_\n\n- bm25@3: correctness calibrated by the person's grades" in markdown
 
     # The person contradicts the judge: not trusted, and the cell goes to the retrieval metric.
     code, text, document = compare(lambda score: 5 - score)
