@@ -55,8 +55,11 @@ postgres:
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; fi
 
+# Test files run side by side, one file to a worker (--dist loadfile), so a module's servers and pipelines are built
+# once; most of a file's time is waiting on the servers and subprocesses it starts, so two workers fit two cores.
+TEST_WORKERS ?= 2
 test: $(STAMP) $(LLM_STAMP) $(INSTANCE) browser postgres
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 ui: $(STAMP) $(INSTANCE)
 	DAGSTER_HOME=$(DAGSTER_HOME) RAG_EVAL_CONFIG=$(CONFIG) $(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
