@@ -130,7 +130,7 @@ def test_report_gate_settings(tmp_path):
         "report.gate.min_delta": "wrong type str",
         "report.gate.primary_metric": "unknown key; valid keys: metric, retrieval_metric, min_delta, "
                                       "max_regressions, alpha, correction, significant_only, max_error_rate, "
-                                      "retrievers, calibrated",
+                                      "retrievers, calibrated, top_questions",
     }
     with pytest.raises(InputError) as info:
         load_settings(_write(tmp_path, base + "report:\n  gate: {alpha: 1.5, max_regressions: -1}\n"))
