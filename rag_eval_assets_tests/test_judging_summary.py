@@ -77,14 +77,11 @@ def test_each_cell_has_the_naive_interval_and_where_graded_the_calibrated_estima
     half = stats.t.ppf(0.975, 3) * math.sqrt(14 / 3 / 4)
     assert (k3.retriever, k3.k, k3.answers, k3.graded) == ("bm25", 3, 4, 3)
     assert (k3.judge_mean, k3.judge_low, k3.judge_high) == pytest.approx((3.0, 3 - half, 3 + half))
-    # Graded q1, q2, q4: f = 5, 3, 0 and y = 4, 3, 1, both with mean 8/3; Cov(y, f) = 69/9 / 2 = 23/6;
-    # lam = (23/6) / ((1 + 3/1) * 14/3) = 23/112; theta = lam * 4 (q3, ungraded) + mean(y - lam f) = 8/3 + lam * 4/3.
-    lam = 23 / 112
-    assert k3.lam == pytest.approx(lam) and k3.calibrated == pytest.approx(8 / 3 + lam * 4 / 3)
-    rectified = np.array([4, 3, 1]) - lam * np.array([5, 3, 0])
-    se = math.sqrt(lam**2 * (14 / 3) / 1 + rectified.var(ddof=1) / 3)
-    half = stats.t.ppf(0.975, 2) * se
-    assert (k3.calibrated_low, k3.calibrated_high) == pytest.approx((k3.calibrated - half, k3.calibrated + half))
+    # Graded q1, q2, q4: y = 4, 3, 1. Three grades are fewer than JUDGE_FROM (30): the judge is left out and the
+    # calibrated estimate is the grades' own mean 8/3, variance 7/3, t with 2 degrees of freedom.
+    assert (k3.lam, k3.calibrated) == (0.0, pytest.approx(8 / 3))
+    half = stats.t.ppf(0.975, 2) * math.sqrt(7 / 3 / 3)
+    assert (k3.calibrated_low, k3.calibrated_high) == pytest.approx((8 / 3 - half, 8 / 3 + half))
     # k 5: one graded answer (q1's input again): the grade alone, lam 0, and no interval from one grade.
     assert (k5.k, k5.answers, k5.graded, k5.calibrated, k5.lam) == (5, 3, 1, 4.0, 0.0)
     assert math.isnan(k5.calibrated_low) and math.isnan(k5.calibrated_high)

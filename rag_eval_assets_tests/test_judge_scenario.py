@@ -1,0 +1,94 @@
+"""Grades never make the gate blind (issue 29, point 1), end to end: `rag-eval run` over the sample data with a
+scripted answerer and judge on loopback (judge_scenario.py), a dozen answers of each run graded, the verdict read
+from the runs and from `rag-eval compare`.
+
+- The answers really got worse; the judge, two points generous, gives every poor answer the same score, so it agrees
+  with the person about nothing there. Before grading the raw judge scores fell (WORSE); after grading the calibrated
+  means decide, whatever the judge's agreement: still WORSE, exit 1, never handed to the unmoved nDCG@k.
+- The answers did not change; the judge turned two points harsher. Before grading that is WORSE on the raw scores;
+  after grading the calibrated means see no change: exit 0.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rag_eval_assets.cli import main
+from rag_eval_assets_tests.judge_scenario import Judge, grade, responder, write_config
+from rag_eval_assets_tests.judged_runs import sample_evalset
+from rag_eval_assets_tests.llm_fault_server import llm_fault_server
+
+GRADED = 12
+
+
+def runs(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "store" / "runs").iterdir())
+
+
+def comparison(run_dir: Path) -> dict:
+    return json.loads((run_dir / "comparison.json").read_text(encoding="utf-8"))
+
+
+def compare(config: Path, base: Path, cand: Path, out: Path, capsys) -> tuple[int, dict, str]:
+    capsys.readouterr()
+    code = main(["compare", "--config", str(config), "--base", base.name, "--cand", cand.name, "--out", str(out)])
+    return code, json.loads((out / "comparison.json").read_text(encoding="utf-8")), capsys.readouterr().out
+
+
+def test_worse_answers_stay_worse_after_grading_whatever_the_judge_agrees(tmp_path: Path, capsys) -> None:
+    evalset = sample_evalset(tmp_path)
+    with llm_fault_server(responder=responder(Judge(bias=2))) as server:
+        config = write_config(tmp_path, evalset, server.base_url, max_tokens=512)
+        assert main(["run", "--config", str(config)]) == 0
+        config = write_config(tmp_path, evalset, server.base_url, max_tokens=64)
+        before = main(["run", "--config", str(config)])
+        base, cand = runs(tmp_path)
+        assert before == 1 and comparison(cand)["verdict"] == "worse"
+        (cell,) = comparison(cand)["cells"]
+        assert (cell["metric"], cell["estimate"]) == ("correctness", "paired")
+
+        assert grade(evalset, base, good=True, n=GRADED) == GRADED
+        assert grade(evalset, cand, good=False, n=GRADED) == GRADED
+        after = main(["run", "--config", str(config)])
+    regraded = runs(tmp_path)[-1]
+    document = comparison(regraded)
+    (cell,) = document["cells"]
+    (judge,) = [j for j in document["judges"] if j["judge"] == "correctness"]
+    print(json.dumps({"cell": cell, "judge": judge}, indent=1))
+    assert document["base_run_id"] == base.name and after == 1 and document["verdict"] == "worse"
+    assert (cell["metric"], cell["estimate"], cell["skipped"]) == ("correctness", "calibrated", [])
+    assert (cell["n_graded_base"], cell["n_graded_cand"]) == (GRADED, GRADED)
+    # The calibrated means are the grades' own: the judge's scores of the poor answers carry nothing.
+    assert cell["base"] == pytest.approx(2.0, abs=0.5) and cell["cand"] < 0.5
+    # Trust is over both runs' grades, and the judge is not trusted: that changes nothing where grades decide.
+    assert judge["n"] == 2 * GRADED and judge["trusted"] is False
+
+    code, compared, text = compare(config, base, cand, tmp_path / "cmp", capsys)
+    assert code == 1 and compared["verdict"] == "worse" and compared["cells"][0]["estimate"] == "calibrated"
+    assert "correctness (calibrated)" in text
+
+
+def test_a_judge_that_drifted_alone_is_no_change_after_grading(tmp_path: Path, capsys) -> None:
+    evalset = sample_evalset(tmp_path)
+    judge = Judge(bias=2)
+    with llm_fault_server(responder=responder(judge)) as server:
+        config = write_config(tmp_path, evalset, server.base_url, max_tokens=512)
+        assert main(["run", "--config", str(config)]) == 0
+        # The same answers judged anew by a judge turned harsher (the provider changed the model behind its name,
+        # and the reply cache is gone).
+        judge.bias = 0
+        (tmp_path / "store" / "cache" / "llm.sqlite").unlink()
+        before = main(["run", "--config", str(config), "--force"])
+        base, cand = runs(tmp_path)
+        assert before == 1 and comparison(cand)["verdict"] == "worse"
+        # One set of grades applies to both runs: the judge saw the same inputs.
+        assert grade(evalset, base, good=True, n=GRADED) == GRADED
+        code, document, _ = compare(config, base, cand, tmp_path / "cmp", capsys)
+    (cell,) = document["cells"]
+    print(json.dumps(cell, indent=1))
+    assert code == 0 and document["verdict"] == "no significant change"
+    assert (cell["metric"], cell["estimate"], cell["n_graded_base"], cell["n_graded_cand"]) == (
+        "correctness", "calibrated", GRADED, GRADED)
