@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN
-from rag_eval_assets.settings_base import KValues, Section, at_least, between, problem
+from rag_eval_assets.settings_base import KValues, Section, above, at_least, between, problem
 
 
 def _regex(pattern: str) -> str:
@@ -28,6 +28,9 @@ class AnsweringSettings(Section):
     # seed 000's "стр. N"; e.g. r"\bp\.\s*\d+" or r"第\d+页"
     citation_pattern: Annotated[StrictStr, AfterValidator(_regex)] = DEFAULT_CITATION_PATTERN
     adapter_id: StrictStr | None = None  # seed 003: the fine-tuned adapter (or registry model id) behind the answerer
+    # the extractive answerer abstains when no retrieved sentence holds this idf-weighted share of the question's
+    # terms (generation/extractive.py; docs/generation.md shows its effect on answered_rate)
+    extractive_threshold: Annotated[StrictFloat, above(0), between(0, 1)] = 0.3
 
 
 class JudgeSettings(Section):

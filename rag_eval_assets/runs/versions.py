@@ -91,7 +91,7 @@ def answerer_part(s: Settings) -> dict[str, Any]:
     if s.answering.answerer == "llm" and s.llm is not None:
         version = llm_answerer_version(s.llm.model)
     else:
-        version = ExtractiveAnswerer(language=s.corpus.language).version
+        version = ExtractiveAnswerer(language=s.corpus.language, threshold=s.answering.extractive_threshold).version
     return {**version, "k_values": list(s.answering.k_values)}
 
 

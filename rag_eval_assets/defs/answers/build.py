@@ -41,4 +41,4 @@ def answerer_for(settings: Settings, retriever: str, api_key: str | None, sut_re
         with llm_client(settings, api_key) as client:
             yield LLMAnswerer(client)
     else:
-        yield ExtractiveAnswerer(language=settings.corpus.language)
+        yield ExtractiveAnswerer(language=settings.corpus.language, threshold=settings.answering.extractive_threshold)
