@@ -30,7 +30,9 @@ from rag_eval_assets.labeling.judged_run import (
 )
 from rag_eval_assets.reports.run_directory import write_run
 from rag_eval_assets.runs.store import read_run
+from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.judged_runs import TWO_RETRIEVERS, judged_run, sample_evalset
+from rag_eval_assets_tests.sample_config import write_sample_config
 from rag_eval_assets_tests.stored_tables import stored_table
 
 CELLS = [("bm25", 3), ("bm25", 5), ("bm25_tuned", 3), ("bm25_tuned", 5)]
@@ -276,7 +278,9 @@ def test_a_grade_is_matched_in_every_cell_and_later_run_with_the_same_judge_inpu
 
 
 def test_bad_input_names_the_file_the_line_and_the_field(first, evalset: Path, tmp_path: Path, capsys) -> None:
-    config, run_dir, assets = first
+    _, run_dir, assets = first
+    # The command grades the configured evalset only: a configuration naming this test's copy.
+    config = write_sample_config(tmp_path, "retrievers: [bm25]\n", evalset=evalset)
     with pytest.raises(InputError) as missing:
         resolve_run("20990101_000000", run_dir.parent)
     assert f"20990101_000000: no such run: neither a directory nor a run id in {run_dir.parent}" in str(missing.value)
@@ -310,3 +314,13 @@ def test_bad_input_names_the_file_the_line_and_the_field(first, evalset: Path, t
     ]
     assert main(["label", "--config", str(config), "--evalset", str(evalset), "--grade", str(run_dir)]) == 2
     assert f"{path}:2: field 'grade'" in capsys.readouterr().err
+
+
+def test_grades_go_only_beside_the_configured_evalset(first, evalset: Path, capsys) -> None:
+    config, run_dir, _ = first
+    configured = load_settings(config).evalset.path
+    assert main(["label", "--config", str(config), "--evalset", str(evalset), "--grade", str(run_dir)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: --evalset {evalset} is not the configured evalset {configured} (evalset.path of {config}): its "
+        f"grades would land where the pipeline never reads them; give --evalset {configured}\n")
+    assert not grades_path(evalset).exists()
