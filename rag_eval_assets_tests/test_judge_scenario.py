@@ -17,7 +17,11 @@ from pathlib import Path
 import pytest
 
 from rag_eval_assets.cli import main
-from rag_eval_assets_tests.judge_scenario import Judge, grade, responder, write_config
+from rag_eval_assets.defs.storage.table_store import TableStore
+from rag_eval_assets.errors import InputError
+from rag_eval_assets.labeling.judged_run import read_judged_answers
+from rag_eval_assets.runs.judge_inputs import JUDGE_INPUTS_FILE
+from rag_eval_assets_tests.judge_scenario import QUALITY, Judge, grade, responder, write_config
 from rag_eval_assets_tests.judged_runs import sample_evalset
 from rag_eval_assets_tests.llm_fault_server import llm_fault_server
 
@@ -49,6 +53,7 @@ def test_worse_answers_stay_worse_after_grading_whatever_the_judge_agrees(tmp_pa
         assert before == 1 and comparison(cand)["verdict"] == "worse"
         (cell,) = comparison(cand)["cells"]
         assert (cell["metric"], cell["estimate"]) == ("correctness", "paired")
+        shows_exactly_the_run_it_names(tmp_path, base, cand)
 
         assert grade(evalset, base, good=True, n=GRADED) == GRADED
         assert grade(evalset, cand, good=False, n=GRADED) == GRADED
@@ -92,3 +97,24 @@ def test_a_judge_that_drifted_alone_is_no_change_after_grading(tmp_path: Path, c
     assert code == 0 and document["verdict"] == "no significant change"
     assert (cell["metric"], cell["estimate"], cell["n_graded_base"], cell["n_graded_cand"]) == (
         "correctness", "calibrated", GRADED, GRADED)
+
+
+def shows_exactly_the_run_it_names(tmp_path: Path, base: Path, cand: Path) -> None:
+    """Grading (issue 29, point 3) shows each run's own answers: the failed candidate's were never committed to the
+    table store, whose judged_answers tables are the base run's, yet its run directory keeps its judge inputs."""
+    stored = TableStore(tmp_path / "store" / "assets").locate
+    for run_dir, grades in ((base, {"1", "2", "3"}), (cand, {"0", "1"})):
+        run, answers, notes = read_judged_answers(run_dir, stored)
+        assert notes == [f"judge inputs from {run_dir / JUDGE_INPUTS_FILE} (kept with the run)"]
+        shown = {QUALITY.search(j.user_message()).group(1) for a in answers for j in a.judgments.values()
+                 if j.judge == "correctness"}
+        assert shown <= grades and len(answers) == 14, (run_dir.name, shown)
+    # A run without its judge inputs (as written before they were kept) is refused with the reason, never shown with
+    # the base run's answers, which the stored tables hold under the same questions.
+    (cand / JUDGE_INPUTS_FILE).rename(tmp_path / "kept.jsonl")
+    with pytest.raises(InputError) as refused:
+        read_judged_answers(cand, stored)
+    (tmp_path / "kept.jsonl").rename(cand / JUDGE_INPUTS_FILE)
+    assert (f"run {cand.name} cannot be shown: it predates {JUDGE_INPUTS_FILE}, results.jsonl cuts its judge inputs, "
+            "and the stored judged_answers tables hold none of them (this run failed, so its tables were never "
+            "committed: ") in str(refused.value)

@@ -29,6 +29,7 @@ from rag_eval_assets.labeling.judged_run import (
     stratified_sample,
 )
 from rag_eval_assets.reports.run_directory import write_run
+from rag_eval_assets.runs.judge_inputs import JUDGE_INPUTS_FILE
 from rag_eval_assets.runs.store import read_run
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.judged_runs import TWO_RETRIEVERS, judged_run, sample_evalset
@@ -103,7 +104,7 @@ def test_the_run_offers_its_judged_answers_with_their_whole_judge_inputs(first) 
         for judge, j in a.judgments.items():
             assert j.judge_input == whole[(a.query_id, a.retriever, a.k, judge)]
     assert max(len(j.user_message()) for a in answers for j in a.judgments.values()) > 200
-    assert notes == ["judge inputs from the judged_answers tables of the table store (results.jsonl cuts them)"]
+    assert notes == [f"judge inputs from {run_dir / JUDGE_INPUTS_FILE} (kept with the run)"]
     # What the judge saw, read back through its prompt: the evalset's question and reference, the answer.
     q1 = next(a for a in answers if a.query_id == "test_001" and a.cell == ("bm25", 3))
     fields = q1.judgments["correctness"].fields()
@@ -263,7 +264,13 @@ def test_a_grade_is_matched_in_every_cell_and_later_run_with_the_same_judge_inpu
     _, later_run = judged_run(later_dir, "retrievers: [bm25]\nk_values: [3]\nanswering: {k_values: [3]}\n"
                                          "report: {store_full_text: true}\n", later_evalset)
     _, later_answers, notes = read_judged_answers(later_run, None)
+    assert notes == [f"judge inputs from {later_run / JUDGE_INPUTS_FILE} (kept with the run)"]
+    # A run written before judge_inputs.jsonl with its texts whole: the same inputs from results.jsonl.
+    (later_run / JUDGE_INPUTS_FILE).rename(later_dir / JUDGE_INPUTS_FILE)
+    _, from_results, notes = read_judged_answers(later_run, None)
+    (later_dir / JUDGE_INPUTS_FILE).rename(later_run / JUDGE_INPUTS_FILE)
     assert notes == [f"judge inputs from {later_run / 'results.jsonl'} (the run kept its texts whole)"]
+    assert from_results == later_answers
     later_pairs = graded_pairs(stored_table(later_dir / "store" / "assets", "judged_answers/retriever=bm25/k=3"),
                                grades)
     assert sorted(zip(later_pairs["query_id"], later_pairs["judge"], later_pairs["grade"])) == [
