@@ -15,7 +15,7 @@ from rag_eval_assets.cli import main
 from rag_eval_assets.defs.storage.table_store import TableStore
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.evalset.load import load_evalset
-from rag_eval_assets.labeling.grade_app import HIDDEN, GradeApp
+from rag_eval_assets.labeling.grade_app import HIDDEN, KEYS, GradeApp
 from rag_eval_assets.labeling.grade_session import GradeItem, GradeSession
 from rag_eval_assets.generation.judges import judge_input_sha256
 from rag_eval_assets.runs.store import judged_table_frame
@@ -144,6 +144,21 @@ def test_grading_hides_then_shows_the_judge_score_and_saves_each_grade(first, ev
     assert all(line["graded_at"].endswith("Z") for line in lines)
     assert session.backup is None  # there was no file to back up
     assert list(path.parent.glob(".*.tmp")) == []
+
+
+def test_a_grade_moves_on_only_while_advance_is_on_and_the_count_is_of_grades_written(first, evalset: Path) -> None:
+    answers = stratified_sample(_answers(first), 2, seed=3)
+    session = _session(first, evalset, answers)
+    app = GradeApp(session)
+    # a: stay on the metric after a grade; grading groundedness twice rewrites one line; a again, then s skips.
+    panels = _run(app, "a", "2", "4", "a", "1", "s")
+    assert "▶ groundedness" in panels[2] and "your grade 2" in panels[2]
+    assert "▶ groundedness" in panels[3] and "your grade 4" in panels[3]  # stayed, graded again
+    assert "▶ correctness" in panels[5]  # advance is on again: moved on after grading groundedness 1
+    assert session.index == 1 and session.grade_of("groundedness") is None  # s: the next answer, nothing graded
+    lines = grades_path(evalset).read_text(encoding="utf-8").splitlines()
+    assert session.saved == len(lines) == 1 and json.loads(lines[0])["grade"] == 1
+    assert "a           after a grade: select the next metric, or stay" in KEYS and "s skips this one" in KEYS
 
 
 def test_a_second_session_resumes_backs_up_first_and_a_failed_write_keeps_the_file(first, evalset: Path,
