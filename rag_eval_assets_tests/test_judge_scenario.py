@@ -11,6 +11,7 @@ from the runs and from `rag-eval compare`.
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from rag_eval_assets.cli import main
 from rag_eval_assets.defs.storage.table_store import TableStore
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.labeling.judged_run import read_judged_answers
+from rag_eval_assets.reports.html import REPORT_FILE
+from rag_eval_assets.reports.judges import MEANS_EXPLAINED
 from rag_eval_assets.runs.judge_inputs import JUDGE_INPUTS_FILE
 from rag_eval_assets_tests.judge_scenario import QUALITY, Judge, grade, responder, write_config
 from rag_eval_assets_tests.judged_runs import sample_evalset
@@ -70,6 +73,14 @@ def test_worse_answers_stay_worse_after_grading_whatever_the_judge_agrees(tmp_pa
     assert cell["base"] == pytest.approx(2.0, abs=0.5) and cell["cand"] < 0.5
     # Trust is over both runs' grades, and the judge is not trusted: that changes nothing where grades decide.
     assert judge["n"] == 2 * GRADED and judge["trusted"] is False
+    # The report says so as summary.md does (issue 29, point 6): the gate's note, the means in plain words, and
+    # the candidate's calibrated interval cut to the 0-5 scale.
+    note = (f"bm25@3: correctness calibrated by the person's grades ({GRADED} in the base run, {GRADED} in the "
+            "candidate)")
+    summary, page = ((regraded / name).read_text(encoding="utf-8") for name in ("summary.md", REPORT_FILE))
+    assert f"- {note}" in summary and f'<ul id="gate-notes"><li>{html.escape(note)}</li></ul>' in page
+    assert MEANS_EXPLAINED in summary and html.escape(MEANS_EXPLAINED) in page
+    assert f"| correctness | bm25 | 3 | 14 | 3.00 | [3.00, 3.00] | {GRADED} | 0.17 | [0.00, 0.41] |" in summary
 
     code, compared, text = compare(config, base, cand, tmp_path / "cmp", capsys)
     assert code == 1 and compared["verdict"] == "worse" and compared["cells"][0]["estimate"] == "calibrated"

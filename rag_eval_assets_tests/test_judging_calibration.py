@@ -16,6 +16,7 @@ from rag_eval_assets.judging.calibration import (
     human_mean,
     judge_mean,
     mean_difference,
+    within_scale,
 )
 from rag_eval_assets_tests.judge_simulation import GRADED, JUDGES, coverage, difference_rejections
 
@@ -188,3 +189,20 @@ def test_simulation_differences_alarm_on_real_changes_only() -> None:
     # The answers really got better (+0.5): found nearly always.
     better = difference_rejections("one_point_high", "one_point_high", better=True, n_graded=100, repetitions=2000)
     assert better["calibrated"] >= 0.9
+
+
+def test_intervals_cut_to_the_scale_cover_as_often_and_never_leave_it() -> None:
+    # Runs whose truth sits near the bottom of the scale (most grades 0, as after a bad change), 12 grades a run:
+    # the t interval of the grades reaches below 0 most of the time; cut to 0-5 it covers the true mean exactly as
+    # often, since that mean lies on the scale too.
+    rng = np.random.default_rng(4)
+    truth = rng.choice(6, p=(0.85, 0.15, 0, 0, 0, 0), size=(4000, 150)).astype(float)
+    grades = np.where(np.arange(150) < 12, truth, np.nan)
+    for estimate in (calibrated_mean(np.full(truth.shape, 3.0), grades), judge_mean(np.clip(truth + 1, 0, 5))):
+        cut = within_scale(estimate, 0, 5)
+        for true_mean in (0.15, float(np.clip(truth + 1, 0, 5).mean())):
+            raw_cover = (estimate.low <= true_mean) & (true_mean <= estimate.high)
+            assert np.array_equal((cut.low <= true_mean) & (true_mean <= cut.high), raw_cover)
+        assert (cut.low >= 0).all() and (cut.high <= 5).all() and (cut.high - cut.low <= estimate.high - estimate.low
+                                                                   + 1e-12).all()
+    assert (calibrated_mean(np.full(truth.shape, 3.0), grades).low < 0).mean() > 0.5

@@ -24,7 +24,7 @@ Every function takes one run as 1-D arrays (fields are floats) or a batch of run
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -138,6 +138,14 @@ def mean_difference(current: MeanEstimate, baseline: MeanEstimate, alpha: float 
         half = stats.t.ppf(1 - alpha / 2, df) * se
     one = np.ndim(d) == 0
     return Difference(*(_out(np.atleast_1d(v), one) for v in (d, se, d - half, d + half, t, df, p)))
+
+
+def within_scale(estimate: MeanEstimate, bottom: float, top: float) -> MeanEstimate:
+    """The interval cut to the scale the scores lie on: the mean of scores in [bottom, top] lies there too, so the
+    cut never loses coverage (the simulation checks it) and never shows a grade below 0 on a 0-5 scale."""
+    with np.errstate(invalid="ignore"):
+        low, high = np.clip(estimate.low, bottom, top), np.clip(estimate.high, bottom, top)
+    return replace(estimate, low=low if np.ndim(low) else float(low), high=high if np.ndim(high) else float(high))
 
 
 def _estimate(mean: np.ndarray, se: np.ndarray, df: np.ndarray, alpha: float, one: bool) -> MeanEstimate:

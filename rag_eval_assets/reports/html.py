@@ -25,7 +25,7 @@ from rag_eval_assets.reports.charts import (
     plot_trend,
 )
 from rag_eval_assets.reports.markdown import cell_text, metric_pivot
-from rag_eval_assets.reports.comparison import GATE_HEADERS, gate_rows
+from rag_eval_assets.reports.comparison import GATE_HEADERS, gate_notes, gate_rows
 from rag_eval_assets.reports.judges import (
     AGREEMENT_HEADERS,
     ESTIMATE_HEADERS,
@@ -256,6 +256,9 @@ def _verdict_section(comparison: Mapping[str, Any] | None) -> str:
         '<div class="scroll"><table id="gate-cells"><thead><tr>' + "".join(f"<th>{_e(h)}</th>" for h in GATE_HEADERS)
         + f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
+    notes = gate_notes(comparison["cells"])  # as summary.md has them under its gate table
+    if notes:
+        parts.append('<ul id="gate-notes">' + "".join(f"<li>{_e(note)}</li>" for note in notes) + "</ul>")
     for title, key, total in (("Top regressions", "top_regressions", "regressions"),
                               ("Top improvements", "top_improvements", "improvements")):
         flips = comparison.get(key) or []
