@@ -20,6 +20,7 @@ from rag_eval_assets.defs.jobs import JOBS, RunResult
 from rag_eval_assets.defs.report.assets import report_defs
 from rag_eval_assets.defs.resources import LLMResource, RagEvalSettings
 from rag_eval_assets.defs.retrieval.assets import retrieval_defs
+from rag_eval_assets.llm.settings import ROLES
 from rag_eval_assets.defs.staleness import Step
 from rag_eval_assets.defs.storage.parquet_io_manager import ParquetIOManagerResource
 from rag_eval_assets.redaction import install_log_redaction
@@ -59,10 +60,10 @@ def build_defs(config_path: str | Path | None = None, overrides: Mapping[str, An
 
 
 def _llm_resource(settings: Settings) -> LLMResource:
-    # The key stays an environment variable reference: Dagster resolves it at run time and never shows its value.
-    if settings.llm is not None and settings.llm.api_key_env:
-        return LLMResource(api_key=dg.EnvVar(settings.llm.api_key_env))
-    return LLMResource()
+    # Each key stays an environment variable reference: Dagster resolves it at run time and never shows its value.
+    keys = {f"{role}_api_key": dg.EnvVar(endpoint.api_key_env) for role in ROLES
+            if (endpoint := settings.llm_for(role)) is not None and endpoint.api_key_env}
+    return LLMResource(**keys)
 
 
 def code_location_job(job_name: str, config_path: str) -> dg.JobDefinition:

@@ -1,8 +1,9 @@
 """Everything that can be checked before a table is written, checked first: the credentials the configuration names
 by environment variable (set, and readable as the clients read them), the evalset (parsed, validated, not edited
-under a name it was frozen as), the corpus (loaded), the chunking and the gold labels (resolved against those
-chunks). The configuration was checked when the caller loaded its Settings. A problem raises InputError naming the
-file, line and field (for a credential: the setting's dotted key and the variable, never its value).
+under a name it was frozen as), the person's grades beside it (every line, labeling/grades.py), the corpus
+(loaded), the chunking and the gold labels (resolved against those chunks). The configuration was checked when the
+caller loaded its Settings. A problem raises InputError naming the file, line and field (for a credential: the
+setting's dotted key and the variable, never its value).
 
 The input assets call these same functions (check_evalset, chunk_corpus) and the same loaders, so what passes here
 is what they compute; the `preflight` asset runs `preflight` before any of them writes.
@@ -18,12 +19,14 @@ from rag_eval_assets.corpus.chunking import ChunkerParams, chunk_documents
 from rag_eval_assets.corpus.gold import resolve_gold_report
 from rag_eval_assets.corpus.load import load_corpus
 from rag_eval_assets.corpus.model import Document
-from rag_eval_assets.credentials import CredentialError, bearer_key
+from rag_eval_assets.credentials import CredentialError, bearer_key, headers_from_env
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.evalset.freeze import eval_set_version, evalset_sha256
 from rag_eval_assets.evalset.frozen_store import registered_sha256
 from rag_eval_assets.evalset.load import load_evalset
 from rag_eval_assets.evalset.schema import Question
+from rag_eval_assets.labeling.grades import grades_path, load_grades
+from rag_eval_assets.llm.settings import ROLES
 from rag_eval_assets.retrieval.registry import kind_of, own_answer_variants
 from rag_eval_assets.settings import Settings
 
@@ -61,13 +64,18 @@ def chunk_corpus(settings: Settings, documents: list[Document]) -> pd.DataFrame:
 
 
 def credential_problems(settings: Settings) -> list[InputProblem]:
-    """Every environment variable the configuration names for a credential (llm.api_key_env, and the api_key_env
-    and headers_env of each service under test) that is unset or that its client could not use."""
+    """Every environment variable the configuration names for a credential (the api_key_env and headers_env of each
+    role's llm section and of each service under test) that is unset or that its client could not use."""
     where = str(settings.config_file)
     found: list[InputProblem] = []
-    if settings.llm is not None and settings.llm.api_key_env:
+    for role in ROLES:
+        if (endpoint := settings.llm_for(role)) is None:
+            continue
+        key = settings.llm_key(role)
         try:
-            bearer_key(settings.llm.api_key_env, "llm.api_key_env")
+            if endpoint.api_key_env:
+                bearer_key(endpoint.api_key_env, f"{key}.api_key_env")
+            headers_from_env(endpoint.headers_env, f"{key}.headers_env")
         except CredentialError as exc:
             found.append(InputProblem(where, None, exc.setting, exc.problem))
     for name in own_answer_variants(settings.variants):
@@ -88,6 +96,8 @@ def preflight(settings: Settings) -> dict[str, int]:
     evalset = check_evalset(settings)
     if evalset.problem is not None:
         raise InputError([evalset.problem])
+    # The grades beside the evalset are read by the report at the end: a bad line stops the run here instead.
+    load_grades(grades_path(settings.evalset.path))
     documents = load_corpus(settings.corpus.path)
     chunks = chunk_corpus(settings, documents)
     # Gold that resolves to nothing stops the run here only with evalset.strict_gold; otherwise gold_resolves

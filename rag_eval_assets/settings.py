@@ -33,7 +33,8 @@ from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.evalset.settings import DevSubsetSettings, EvalsetSettings
 from rag_eval_assets.execution_settings import ExecutionSettings
 from rag_eval_assets.generation.settings import AnsweringSettings, JudgeSettings, QueryGenerationSettings
-from rag_eval_assets.llm.settings import LLMSettings
+from rag_eval_assets.llm.settings import ROLES, LLMSettings
+from rag_eval_assets.metrics.settings import RagasSettings
 import rag_eval_assets.retrieval.kinds  # noqa: F401  registers the retriever kinds
 from rag_eval_assets.retrieval.registry import KINDS, Variant, resolve_variants
 from rag_eval_assets.retrieval.settings import RetrievalSettings
@@ -93,10 +94,13 @@ class Settings(Section):
         ("bm25", "dense", "hybrid"), alias="retrievers")
     k_values: KValues = (1, 3, 5, 10, 20)
     retrieval: RetrievalSettings = RetrievalSettings()
-    llm: LLMSettings | None = None  # None: the offline pipeline; LLM-only metrics are reported as not computed
+    # every role's endpoint unless its section names its own (answering.llm, judge.llm, query_generation.llm,
+    # ragas.llm); None with none of them: the offline pipeline, LLM-only metrics reported as not computed
+    llm: LLMSettings | None = None
     answering: AnsweringSettings = AnsweringSettings()
     judge: JudgeSettings = JudgeSettings()
     query_generation: QueryGenerationSettings = QueryGenerationSettings()
+    ragas: RagasSettings = RagasSettings()
     report: ReportSettings = ReportSettings()
     alerts: AlertSettings | None = None
     retention: RetentionSettings = RetentionSettings()
@@ -115,6 +119,14 @@ class Settings(Section):
         sections = {kind: getattr(self.retrieval, kind).model_dump() for kind in KINDS if hasattr(self.retrieval, kind)}
         self._variants = resolve_variants(self.retriever_spec, sections)[0]
 
+    def llm_for(self, role: str) -> LLMSettings | None:
+        """The endpoint of `role` (llm/settings.py ROLES): its section's own `llm`, else the top-level one."""
+        return getattr(self, ROLES[role]).llm or self.llm
+
+    def llm_key(self, role: str) -> str:
+        """The dotted key of the `llm` section `role` uses, for messages: `judge.llm` or `llm`."""
+        return f"{ROLES[role]}.llm" if getattr(self, ROLES[role]).llm is not None else "llm"
+
     @field_validator("runs_dir", mode="before")
     @classmethod
     def _runs_under_storage(cls, runs_dir: Any, info: ValidationInfo) -> Any:
@@ -130,8 +142,10 @@ class Settings(Section):
         if depth and answer_ks and max(answer_ks) > max(depth):
             found.append((("answering", "k_values"),
                           f"must be a non-empty list of integers from 1 to max(k_values) = {max(depth)}"))
-        if cls.valid_alone(data, "answering", "answerer") == "llm" and data.get("llm") is None:
-            found.append((("answering", "answerer"), "'llm' needs an llm section (base_url, model)"))
+        if cls.valid_alone(data, "answering", "answerer") == "llm" and data.get("llm") is None and (
+                data.get("answering") or {}).get("llm") is None:
+            found.append((("answering", "answerer"), "'llm' needs an llm section (base_url, model), top-level or "
+                                                     "answering.llm"))
         retrieval = data.get("retrieval") or {}
         sections = {kind: retrieval.get(kind) or {} for kind in KINDS} if isinstance(retrieval, dict) else {}
         # A section's own errors are reported by its model: variants are checked against valid sections only.

@@ -28,21 +28,21 @@ def test_each_stage_names_its_endpoint_without_credentials(tmp_path: Path):
                      ("bm25", 5, "answer", "answer", 10, 0, 0, 10, 0.0, None),
                      ("bm25", 5, "judge", "correctness", 10, 0, 0, 10, 0.0, None),
                      ("bm25", 5, "ragas", "context_recall", 10, 0, 0, 10, 0.0, None))
-    found = [endpoint(row, s.variants, s.answering.answerer, s.llm) for row in health.itertuples(index=False)]
+    found = [endpoint(row, s.variants, s.answering.answerer, s.llm_for) for row in health.itertuples(index=False)]
     assert found == [
         ("the service under test", "https://user:***@rag.example/t/api/v1/ask?token=***&debug=true"),
         None,  # the extractive answerer calls nothing
         ("the judge", "https://key:***@llm.example/v1"),
         ("the ragas LLM", "https://key:***@llm.example/v1"),
     ]
-    assert endpoint(health.iloc[2], s.variants, "extractive", None) is None
+    assert endpoint(health.iloc[2], s.variants, "extractive", lambda role: None) is None
 
 
 def test_cells_over_the_limit_fail_the_check_naming_the_first_three(tmp_path: Path):
     s = load_settings(write_sample_config(tmp_path, LLM + SERVICE))
 
     def where(row):
-        return endpoint(row, s.variants, s.answering.answerer, s.llm)
+        return endpoint(row, s.variants, s.answering.answerer, s.llm_for)
 
     assert check_call_health(_health(("bm25", 5, "answer", "answer", 10, 10, 0, 0, 1.0, "boom")), 0.2, where) \
         .description == "nothing to check: no LLM or service call was made"

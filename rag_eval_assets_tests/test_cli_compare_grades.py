@@ -1,6 +1,7 @@
 """`rag-eval compare` with a grades file beside the configured evalset (issue 23): a pipeline run judged by a scripted
 judge on loopback, graded in agreement with the judge (the cell is judged on its calibrated means) and against it (the
-judge is not trusted, the gate falls back to the retrieval metric)."""
+judge is not trusted: the calibrated means still decide, while a gate on the raw scores falls back to the retrieval
+metric)."""
 
 from __future__ import annotations
 
@@ -25,11 +26,11 @@ def test_compare_reads_the_grades_beside_the_evalset(tmp_path: Path, capsys) -> 
     assert len(judged) >= 5
     out = tmp_path / "out"
 
-    def compare(person) -> tuple[int, str, dict]:
+    def compare(person, calibrated: str = "--calibrated") -> tuple[int, str, dict]:
         save_grades(grades_path(evalset), [Grade(q, "correctness", sha, person(score), version)
                                            for q, sha, score in judged])
         code = main(["compare", "--config", str(config), "--base", run.run_id, "--cand", run.run_id, "--out",
-                     str(out), "--metric", "correctness", "--calibrated"])
+                     str(out), "--metric", "correctness", calibrated])
         return code, capsys.readouterr().out, json.loads((out / "comparison.json").read_text(encoding="utf-8"))
 
     # The person agrees with the judge: the cell is judged on the calibrated means, which rest on every grade.
@@ -44,11 +45,16 @@ def test_compare_reads_the_grades_beside_the_evalset(tmp_path: Path, capsys) -> 
     markdown = (out / "comparison.md").read_text(encoding="utf-8")
     assert "_1 cell identical: bm25@3_\n\n- bm25@3: correctness calibrated by the person's grades" in markdown
 
-    # The person contradicts the judge: not trusted, and the cell goes to the retrieval metric.
+    # The person contradicts the judge: not trusted, which changes nothing where the grades decide ...
     code, text, document = compare(lambda score: 5 - score)
     kappa = agreement([s for _, _, s in judged], [5 - s for _, _, s in judged]).kappa
     (cell,) = document["cells"]
-    assert kappa < 0.4 and (code, cell["metric"], cell["estimate"]) == (0, "ndcg@k", "paired")
+    assert kappa < 0.4 and document["judges"][0]["trusted"] is False
+    assert (code, cell["metric"], cell["estimate"], cell["skipped"]) == (0, "correctness", "calibrated", [])
+    # ... while on the raw judge scores the cell goes to the retrieval metric.
+    code, text, document = compare(lambda score: 5 - score, "--no-calibrated")
+    (cell,) = document["cells"]
+    assert (code, cell["metric"], cell["estimate"]) == (0, "ndcg@k", "paired")
     assert [(s["metric"], s["n"]) for s in cell["skipped"]] == [("correctness", len(judged))]
     assert (f"bm25@3: correctness not used, its judge is not trusted: kappa {kappa:.2f} < 0.4, the judge agrees too "
             f"little with the person ({len(judged)} grades); judged on ndcg@k") in text

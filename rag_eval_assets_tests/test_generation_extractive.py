@@ -8,11 +8,16 @@ import math
 import pandas as pd
 import pytest
 
+from rag_eval_assets.defs.answers.build import answerer_for
+from rag_eval_assets.errors import InputError
 from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.evalset.tables import questions_to_frame
 from rag_eval_assets.generation.answers import ANSWER_COLUMNS, answer_questions
 from rag_eval_assets.generation.citations import Context, contexts_from_json
 from rag_eval_assets.generation.extractive import ExtractiveAnswerer, split_sentences
+from rag_eval_assets.runs.versions import answerer_part
+from rag_eval_assets.settings import load_settings
+from rag_eval_assets_tests.sample_config import write_sample_config
 
 PDF_P2 = Context(
     "c-pdf-2",
@@ -191,3 +196,20 @@ def test_retrieval_results_of_two_retrievers_are_refused():
     mixed = pd.concat([results, results.assign(retriever="dense")])
     with pytest.raises(ValueError, match="exactly one retriever"):
         answer_questions(ExtractiveAnswerer(), questions, mixed, chunks, k=5)
+
+
+def test_the_abstention_threshold_is_a_setting_that_reaches_the_answerer_and_the_version(tmp_path) -> None:
+    def settings(extra: str):
+        return load_settings(write_sample_config(tmp_path, "retrievers: [bm25]\n" + extra))
+
+    default = settings("")
+    assert default.answering.extractive_threshold == 0.3 and answerer_part(default)["threshold"] == 0.3
+    chosen = settings("answering: {extractive_threshold: 0.45}\n")
+    with answerer_for(chosen, "bm25", None, None) as answerer:
+        assert (answerer.kind, answerer.threshold) == ("extractive", 0.45)
+    # The version tuple changes with it, so runs with different thresholds say so.
+    assert answerer_part(chosen)["threshold"] == 0.45
+    for bad in ("0.0", "1.5"):
+        with pytest.raises(InputError) as info:
+            settings(f"answering: {{extractive_threshold: {bad}}}\n")
+        assert [p.field for p in info.value.problems] == ["answering.extractive_threshold"]

@@ -84,7 +84,7 @@ def test_run_grade_five_answers_run_again_and_the_report_shows_agreement_and_cal
     assert row.endswith("| undecided: 5 graded answer(s), fewer than 10 |")
     assert "- groundedness: Only 5 graded answer(s), fewer than 10: these figures say little about the judge." \
         in run.summary
-    estimate = f"| 5 | {cell['calibrated']:.2f} |"
+    estimate = f"| 5 (< 10: not used by the gate) | {cell['calibrated']:.2f} |"
     assert estimate in run.summary
     page = (run.path / REPORT_FILE).read_text(encoding="utf-8")
     assert "<td>groundedness</td><td>5</td>" in page and f"<td>{cell['calibrated']:.2f}</td>" in page

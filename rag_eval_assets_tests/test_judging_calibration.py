@@ -16,6 +16,7 @@ from rag_eval_assets.judging.calibration import (
     human_mean,
     judge_mean,
     mean_difference,
+    within_scale,
 )
 from rag_eval_assets_tests.judge_simulation import GRADED, JUDGES, coverage, difference_rejections
 
@@ -30,18 +31,23 @@ def test_a_calibrated_mean_worked_by_hand() -> None:
     #   lam = (1/2) / ((1 + 3/3) * 1.9) = 5/38.
     #   theta = lam * 4 + (11/3 - lam * 3) = 11/3 + 5/38 = 433/114.
     #   Var(Y - lam f) graded = Var(Y) - 2 lam Cov + lam^2 Var_graded(f) = 1/3 - 5/38 + 25/1444 = 949/4332.
-    #   se^2 = lam^2 * 1.9 / 3 + (949/4332) / 3 = 142.5/12996 + 949/12996 = 2183/25992.
-    #   interval: theta -+ t(0.975, df 2) * se.
+    #   lam was fitted to these three grades: their residual variance with ddof 2, (949/4332) * 2 / 1 = 949/2166.
+    #   se^2 = lam^2 * 1.9 / 3 + (949/2166) / 3 = 142.5/12996 + 1898/12996 = 2040.5/12996.
+    #   interval: theta -+ t(0.975, df 1) * se.
     judge = [2, 4, 3, 5, 2, 5]
     grades = [3, 4, 4, NAN, NAN, NAN]
-    result = calibrated_mean(judge, grades)
-    se = math.sqrt(2183 / 25992)
-    half = stats.t.ppf(0.975, 2) * se
+    result = calibrated_mean(judge, grades, judge_from=3)
+    se = math.sqrt(2040.5 / 12996)
+    half = stats.t.ppf(0.975, 1) * se
     assert result.lam == pytest.approx(5 / 38)
     assert result.estimate == pytest.approx(433 / 114)
     assert result.se == pytest.approx(se)
     assert (result.low, result.high) == pytest.approx((433 / 114 - half, 433 / 114 + half))
-    assert (result.df, result.n_graded, result.n_answers) == (2.0, 3, 6)
+    assert (result.df, result.n_graded, result.n_answers) == (1.0, 3, 6)
+    # Below judge_from (by default JUDGE_FROM = 30) the judge is left out: the grades' own mean and interval.
+    assert calibrated_mean(judge, grades) == calibrated_mean(judge, grades, judge_from=4)
+    assert vars(calibrated_mean(judge, grades, judge_from=4)) == {**vars(human_mean(grades)), "lam": 0.0,
+                                                                  "n_graded": 3, "n_answers": 6}
 
 
 def test_the_naive_and_human_only_means_worked_by_hand() -> None:
@@ -62,11 +68,11 @@ def test_a_judge_clipped_at_lam_one() -> None:
     # theta = mean f ungraded + mean (Y - f) graded = 2 + (mean Y - mean f graded).
     judge = [1, 2, 3, 1, 2, 3]
     grades = [0, 3, 6, NAN, NAN, NAN]
-    result = calibrated_mean(judge, grades)
+    result = calibrated_mean(judge, grades, judge_from=3)
     assert result.lam == 1.0
     assert result.estimate == pytest.approx(2 + (3 - 2))
-    # se^2 = 1^2 Var(f) / 3 + Var(Y - f) / 3 = (0.8 / 3) + (Var(-1, 1, 3) = 4) / 3
-    assert result.se == pytest.approx(math.sqrt(0.8 / 3 + 4 / 3))
+    # se^2 = 1^2 Var(f) / 3 + Var(Y - f) / 3 = (0.8 / 3) + (Var(-1, 1, 3) with ddof 2 = 8) / 3
+    assert result.se == pytest.approx(math.sqrt(0.8 / 3 + 8 / 3))
 
 
 def test_lam_zero_is_exactly_the_human_only_interval() -> None:
@@ -125,18 +131,23 @@ def test_bad_inputs_say_what_is_wrong() -> None:
 
 
 def test_a_difference_worked_by_hand() -> None:
-    # current 3.0 (se 0.3) - baseline 2.5 (se 0.4): 0.5, se = sqrt(0.09 + 0.16) = 0.5, z = 1,
-    # p = 2 (1 - Phi(1)) = 0.3173, interval 0.5 -+ 1.96 * 0.5.
-    current = MeanEstimate(estimate=3.0, se=0.3, low=NAN, high=NAN, df=NAN)
-    baseline = MeanEstimate(estimate=2.5, se=0.4, low=NAN, high=NAN, df=NAN)
+    # current 3.0 (se 0.3, 10 grades: df 9) - baseline 2.5 (se 0.4, df 19): 0.5, se = sqrt(0.09 + 0.16) = 0.5, t = 1,
+    # Welch df = 0.25^2 / (0.09^2 / 9 + 0.16^2 / 19) = 27.8103, p = 2 (1 - T(1; 27.81)) = 0.3259,
+    # interval 0.5 -+ t(0.975; 27.81) * 0.5 = 0.5 -+ 1.0245.
+    current = MeanEstimate(estimate=3.0, se=0.3, low=NAN, high=NAN, df=9.0)
+    baseline = MeanEstimate(estimate=2.5, se=0.4, low=NAN, high=NAN, df=19.0)
     d = mean_difference(current, baseline)
-    assert (d.estimate, d.se, d.z) == pytest.approx((0.5, 0.5, 1.0))
-    assert d.p_value == pytest.approx(0.3173105078629141)
-    assert (d.low, d.high) == pytest.approx((0.5 - 0.9799819922, 0.5 + 0.9799819922))
+    assert (d.estimate, d.se, d.t, d.df) == pytest.approx((0.5, 0.5, 1.0, 27.81030445))
+    assert d.p_value == pytest.approx(0.3259325876)
+    assert (d.low, d.high) == pytest.approx((0.5 - 1.0245184004, 0.5 + 1.0245184004))
+    # Infinite degrees of freedom on both sides: the normal z test, 2 (1 - Phi(1)) = 0.3173, 0.5 -+ 1.96 * 0.5.
+    normal = mean_difference(MeanEstimate(3.0, 0.3, NAN, NAN, math.inf), MeanEstimate(2.5, 0.4, NAN, NAN, math.inf))
+    assert (normal.df, normal.p_value) == (math.inf, pytest.approx(0.3173105078629141))
+    assert (normal.low, normal.high) == pytest.approx((0.5 - 0.9799819922, 0.5 + 0.9799819922))
     certain = mean_difference(MeanEstimate(3.0, 0.0, 3.0, 3.0, 1.0), MeanEstimate(2.0, 0.0, 2.0, 2.0, 1.0))
-    assert (certain.z, certain.p_value, certain.low, certain.high) == (math.inf, 0.0, 1.0, 1.0)
+    assert (certain.t, certain.p_value, certain.low, certain.high) == (math.inf, 0.0, 1.0, 1.0)
     same = mean_difference(MeanEstimate(3.0, 0.0, 3.0, 3.0, 1.0), MeanEstimate(3.0, 0.0, 3.0, 3.0, 1.0))
-    assert (same.z, same.p_value) == (0.0, 1.0)
+    assert (same.t, same.p_value) == (0.0, 1.0)
 
 
 def test_a_difference_interval_excludes_zero_exactly_when_p_is_below_alpha() -> None:
@@ -178,3 +189,20 @@ def test_simulation_differences_alarm_on_real_changes_only() -> None:
     # The answers really got better (+0.5): found nearly always.
     better = difference_rejections("one_point_high", "one_point_high", better=True, n_graded=100, repetitions=2000)
     assert better["calibrated"] >= 0.9
+
+
+def test_intervals_cut_to_the_scale_cover_as_often_and_never_leave_it() -> None:
+    # Runs whose truth sits near the bottom of the scale (most grades 0, as after a bad change), 12 grades a run:
+    # the t interval of the grades reaches below 0 most of the time; cut to 0-5 it covers the true mean exactly as
+    # often, since that mean lies on the scale too.
+    rng = np.random.default_rng(4)
+    truth = rng.choice(6, p=(0.85, 0.15, 0, 0, 0, 0), size=(4000, 150)).astype(float)
+    grades = np.where(np.arange(150) < 12, truth, np.nan)
+    for estimate in (calibrated_mean(np.full(truth.shape, 3.0), grades), judge_mean(np.clip(truth + 1, 0, 5))):
+        cut = within_scale(estimate, 0, 5)
+        for true_mean in (0.15, float(np.clip(truth + 1, 0, 5).mean())):
+            raw_cover = (estimate.low <= true_mean) & (true_mean <= estimate.high)
+            assert np.array_equal((cut.low <= true_mean) & (true_mean <= cut.high), raw_cover)
+        assert (cut.low >= 0).all() and (cut.high <= 5).all() and (cut.high - cut.low <= estimate.high - estimate.low
+                                                                   + 1e-12).all()
+    assert (calibrated_mean(np.full(truth.shape, 3.0), grades).low < 0).mean() > 0.5

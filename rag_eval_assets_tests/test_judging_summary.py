@@ -76,15 +76,14 @@ def test_each_cell_has_the_naive_interval_and_where_graded_the_calibrated_estima
     # k 3: scores 5, 3, 4, 0: mean 3, sample variance 14/3, se sqrt(14/3 / 4), t with 3 degrees of freedom.
     half = stats.t.ppf(0.975, 3) * math.sqrt(14 / 3 / 4)
     assert (k3.retriever, k3.k, k3.answers, k3.graded) == ("bm25", 3, 4, 3)
-    assert (k3.judge_mean, k3.judge_low, k3.judge_high) == pytest.approx((3.0, 3 - half, 3 + half))
-    # Graded q1, q2, q4: f = 5, 3, 0 and y = 4, 3, 1, both with mean 8/3; Cov(y, f) = 69/9 / 2 = 23/6;
-    # lam = (23/6) / ((1 + 3/1) * 14/3) = 23/112; theta = lam * 4 (q3, ungraded) + mean(y - lam f) = 8/3 + lam * 4/3.
-    lam = 23 / 112
-    assert k3.lam == pytest.approx(lam) and k3.calibrated == pytest.approx(8 / 3 + lam * 4 / 3)
-    rectified = np.array([4, 3, 1]) - lam * np.array([5, 3, 0])
-    se = math.sqrt(lam**2 * (14 / 3) / 1 + rectified.var(ddof=1) / 3)
-    half = stats.t.ppf(0.975, 2) * se
-    assert (k3.calibrated_low, k3.calibrated_high) == pytest.approx((k3.calibrated - half, k3.calibrated + half))
+    # 3 -+ 3.44 reaches past both ends of the 0-5 scale: the interval shown is cut to it.
+    assert (k3.judge_mean, k3.judge_low, k3.judge_high) == pytest.approx((3.0, max(0, 3 - half), min(5, 3 + half)))
+    assert 3 - half < 0 and 3 + half > 5
+    # Graded q1, q2, q4: y = 4, 3, 1. Three grades are fewer than JUDGE_FROM (30): the judge is left out and the
+    # calibrated estimate is the grades' own mean 8/3, variance 7/3, t with 2 degrees of freedom.
+    assert (k3.lam, k3.calibrated) == (0.0, pytest.approx(8 / 3))
+    half = stats.t.ppf(0.975, 2) * math.sqrt(7 / 3 / 3)
+    assert (k3.calibrated_low, k3.calibrated_high) == pytest.approx((max(0, 8 / 3 - half), min(5, 8 / 3 + half)))
     # k 5: one graded answer (q1's input again): the grade alone, lam 0, and no interval from one grade.
     assert (k5.k, k5.answers, k5.graded, k5.calibrated, k5.lam) == (5, 3, 1, 4.0, 0.0)
     assert math.isnan(k5.calibrated_low) and math.isnan(k5.calibrated_high)
@@ -108,8 +107,9 @@ def test_no_grades_file_says_how_to_grade_and_the_reports_state_too_few() -> Non
         ["correctness", "0", "—", "—", "—", "—", "—", "no grade applies to this run's judge inputs"],
         ["groundedness", "3", "33%", "100%", "0.88", "1.00", "+0.00", "undecided: 3 graded answer(s), fewer than 10"],
     ]
-    rows = estimate_rows(graded)  # 3 -+ 3.182 * 1.080 (the first test)
-    assert rows[1][:7] == ["groundedness", "bm25", "3", "4", "3.00", "[-0.44, 6.44]", "3"]
+    rows = estimate_rows(graded)  # 3 -+ 3.182 * 1.080 (the first test), cut to the scale; 3 grades flagged
+    assert rows[1][:7] == ["groundedness", "bm25", "3", "4", "3.00", "[0.00, 5.00]",
+                           "3 (< 10: not used by the gate)"]
     assert rows[2][7:] == ["4.00", "—"]  # one grade: an estimate, no interval
     text = judges_markdown(graded, "##")
     assert text.startswith("## Can the judge be trusted?")

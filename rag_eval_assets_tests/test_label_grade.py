@@ -15,7 +15,7 @@ from rag_eval_assets.cli import main
 from rag_eval_assets.defs.storage.table_store import TableStore
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.evalset.load import load_evalset
-from rag_eval_assets.labeling.grade_app import HIDDEN, GradeApp
+from rag_eval_assets.labeling.grade_app import HIDDEN, KEYS, GradeApp
 from rag_eval_assets.labeling.grade_session import GradeItem, GradeSession
 from rag_eval_assets.generation.judges import judge_input_sha256
 from rag_eval_assets.runs.store import judged_table_frame
@@ -29,8 +29,11 @@ from rag_eval_assets.labeling.judged_run import (
     stratified_sample,
 )
 from rag_eval_assets.reports.run_directory import write_run
+from rag_eval_assets.runs.judge_inputs import JUDGE_INPUTS_FILE
 from rag_eval_assets.runs.store import read_run
+from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.judged_runs import TWO_RETRIEVERS, judged_run, sample_evalset
+from rag_eval_assets_tests.sample_config import write_sample_config
 from rag_eval_assets_tests.stored_tables import stored_table
 
 CELLS = [("bm25", 3), ("bm25", 5), ("bm25_tuned", 3), ("bm25_tuned", 5)]
@@ -101,7 +104,7 @@ def test_the_run_offers_its_judged_answers_with_their_whole_judge_inputs(first) 
         for judge, j in a.judgments.items():
             assert j.judge_input == whole[(a.query_id, a.retriever, a.k, judge)]
     assert max(len(j.user_message()) for a in answers for j in a.judgments.values()) > 200
-    assert notes == ["judge inputs from the judged_answers tables of the table store (results.jsonl cuts them)"]
+    assert notes == [f"judge inputs from {run_dir / JUDGE_INPUTS_FILE} (kept with the run)"]
     # What the judge saw, read back through its prompt: the evalset's question and reference, the answer.
     q1 = next(a for a in answers if a.query_id == "test_001" and a.cell == ("bm25", 3))
     fields = q1.judgments["correctness"].fields()
@@ -141,6 +144,21 @@ def test_grading_hides_then_shows_the_judge_score_and_saves_each_grade(first, ev
     assert all(line["graded_at"].endswith("Z") for line in lines)
     assert session.backup is None  # there was no file to back up
     assert list(path.parent.glob(".*.tmp")) == []
+
+
+def test_a_grade_moves_on_only_while_advance_is_on_and_the_count_is_of_grades_written(first, evalset: Path) -> None:
+    answers = stratified_sample(_answers(first), 2, seed=3)
+    session = _session(first, evalset, answers)
+    app = GradeApp(session)
+    # a: stay on the metric after a grade; grading groundedness twice rewrites one line; a again, then s skips.
+    panels = _run(app, "a", "2", "4", "a", "1", "s")
+    assert "▶ groundedness" in panels[2] and "your grade 2" in panels[2]
+    assert "▶ groundedness" in panels[3] and "your grade 4" in panels[3]  # stayed, graded again
+    assert "▶ correctness" in panels[5]  # advance is on again: moved on after grading groundedness 1
+    assert session.index == 1 and session.grade_of("groundedness") is None  # s: the next answer, nothing graded
+    lines = grades_path(evalset).read_text(encoding="utf-8").splitlines()
+    assert session.saved == len(lines) == 1 and json.loads(lines[0])["grade"] == 1
+    assert "a           after a grade: select the next metric, or stay" in KEYS and "s skips this one" in KEYS
 
 
 def test_a_second_session_resumes_backs_up_first_and_a_failed_write_keeps_the_file(first, evalset: Path,
@@ -261,7 +279,13 @@ def test_a_grade_is_matched_in_every_cell_and_later_run_with_the_same_judge_inpu
     _, later_run = judged_run(later_dir, "retrievers: [bm25]\nk_values: [3]\nanswering: {k_values: [3]}\n"
                                          "report: {store_full_text: true}\n", later_evalset)
     _, later_answers, notes = read_judged_answers(later_run, None)
+    assert notes == [f"judge inputs from {later_run / JUDGE_INPUTS_FILE} (kept with the run)"]
+    # A run written before judge_inputs.jsonl with its texts whole: the same inputs from results.jsonl.
+    (later_run / JUDGE_INPUTS_FILE).rename(later_dir / JUDGE_INPUTS_FILE)
+    _, from_results, notes = read_judged_answers(later_run, None)
+    (later_dir / JUDGE_INPUTS_FILE).rename(later_run / JUDGE_INPUTS_FILE)
     assert notes == [f"judge inputs from {later_run / 'results.jsonl'} (the run kept its texts whole)"]
+    assert from_results == later_answers
     later_pairs = graded_pairs(stored_table(later_dir / "store" / "assets", "judged_answers/retriever=bm25/k=3"),
                                grades)
     assert sorted(zip(later_pairs["query_id"], later_pairs["judge"], later_pairs["grade"])) == [
@@ -276,7 +300,9 @@ def test_a_grade_is_matched_in_every_cell_and_later_run_with_the_same_judge_inpu
 
 
 def test_bad_input_names_the_file_the_line_and_the_field(first, evalset: Path, tmp_path: Path, capsys) -> None:
-    config, run_dir, assets = first
+    _, run_dir, assets = first
+    # The command grades the configured evalset only: a configuration naming this test's copy.
+    config = write_sample_config(tmp_path, "retrievers: [bm25]\n", evalset=evalset)
     with pytest.raises(InputError) as missing:
         resolve_run("20990101_000000", run_dir.parent)
     assert f"20990101_000000: no such run: neither a directory nor a run id in {run_dir.parent}" in str(missing.value)
@@ -310,3 +336,13 @@ def test_bad_input_names_the_file_the_line_and_the_field(first, evalset: Path, t
     ]
     assert main(["label", "--config", str(config), "--evalset", str(evalset), "--grade", str(run_dir)]) == 2
     assert f"{path}:2: field 'grade'" in capsys.readouterr().err
+
+
+def test_grades_go_only_beside_the_configured_evalset(first, evalset: Path, capsys) -> None:
+    config, run_dir, _ = first
+    configured = load_settings(config).evalset.path
+    assert main(["label", "--config", str(config), "--evalset", str(evalset), "--grade", str(run_dir)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: --evalset {evalset} is not the configured evalset {configured} (evalset.path of {config}): its "
+        f"grades would land where the pipeline never reads them; give --evalset {configured}\n")
+    assert not grades_path(evalset).exists()

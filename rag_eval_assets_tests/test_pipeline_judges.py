@@ -5,6 +5,7 @@ and reports the judge's self-consistency beside the agreement."""
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -15,9 +16,10 @@ from rag_eval_assets.defs.jobs import run_pipeline
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.generation.settings import spot_check
 from rag_eval_assets.judging.agreement import agreement
-from rag_eval_assets.judging.calibration import calibrated_mean
+from rag_eval_assets.judging.calibration import calibrated_mean, within_scale
 from rag_eval_assets.labeling.grades import Grade, grades_path, save_grades
 from rag_eval_assets.reports.html import REPORT_FILE
+from rag_eval_assets.reports.judges import MEANS_EXPLAINED
 from rag_eval_assets.runs.store import list_runs, read_run
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.judged_runs import sample_evalset, scripted_judge
@@ -91,7 +93,8 @@ def test_grades_make_the_report_again_with_agreement_and_calibrated_estimate_wit
     cell_scores = frame[(frame["judge"] == "groundedness") & frame["score"].notna()]
     by_sha = dict(zip(cell_scores["judge_input_sha256"].head(4), grades))
     y = [by_sha.get(sha, float("nan")) for sha in cell_scores["judge_input_sha256"]]
-    calibrated = calibrated_mean(cell_scores["score"].to_numpy(), y)
+    # Shown cut to the 0-5 scale (judging/summary.py).
+    calibrated = within_scale(calibrated_mean(cell_scores["score"].to_numpy(), y), 0, 5)
     assert (cell["graded"], cell["answers"]) == (4, len(cell_scores))
     assert cell["calibrated"] == pytest.approx(calibrated.estimate)
     assert (cell["calibrated_low"], cell["calibrated_high"]) == pytest.approx((calibrated.low, calibrated.high))
@@ -102,11 +105,14 @@ def test_grades_make_the_report_again_with_agreement_and_calibrated_estimate_wit
         in summary
     assert (f"| groundedness | 4 | 75% | 100% | {expected.kappa:.2f} | {expected.spearman:.2f} | "
             f"{expected.mean_bias:+.2f} | undecided: 4 graded answer(s), fewer than 10 |") in summary
-    assert f"| 4 | {calibrated.estimate:.2f} | [{calibrated.low:.2f}, {calibrated.high:.2f}] |" in summary
+    assert (f"| 4 (< 10: not used by the gate) | {calibrated.estimate:.2f} | "
+            f"[{calibrated.low:.2f}, {calibrated.high:.2f}] |") in summary
+    assert MEANS_EXPLAINED in summary
     page = (run_dir / REPORT_FILE).read_text(encoding="utf-8")
     assert '<section id="judges"><h2>Can the judge be trusted?</h2>' in page
     assert f"<td>{calibrated.estimate:.2f}</td><td>[{calibrated.low:.2f}, {calibrated.high:.2f}]</td>" in page
     assert "fewer than 10: these figures say little about the judge" in page
+    assert html.escape(MEANS_EXPLAINED) in page
     event = _metadata(steps)
     assert "Only 4 graded answer(s)" in event
 

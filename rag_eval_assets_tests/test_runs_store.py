@@ -32,6 +32,8 @@ from rag_eval_assets.runs.store import (
 )
 from rag_eval_assets.runs.versions import VersionTuple
 from rag_eval_assets.reports.run_directory import write_run
+from rag_eval_assets.runs.judge_inputs import JUDGE_INPUTS_FILE, read_judge_inputs
+from rag_eval_assets.generation.judges import judge_input_sha256
 
 NOW = datetime(2025, 12, 18, 6, 36, 17, tzinfo=timezone.utc)
 TYPES = ("definition", "fact", "negative")
@@ -234,8 +236,14 @@ def test_results_are_written_as_they_are_made(tmp_path: Path) -> None:
 def test_write_and_read_a_run(tmp_path: Path) -> None:
     path = write_sample_run(tmp_path, description="baseline: bm25 and dense")
     assert path == tmp_path / "20251218_063617"
-    assert sorted(p.name for p in path.iterdir()) == sorted([RESULTS_FILE, METRICS_FILE, CONFIG_FILE, SUMMARY_FILE])
+    assert sorted(p.name for p in path.iterdir()) == sorted([RESULTS_FILE, METRICS_FILE, CONFIG_FILE, SUMMARY_FILE,
+                                                             JUDGE_INPUTS_FILE])
     run = read_run(path)
+    # Every judge input whole beside the cut results.jsonl, each the one its judgement's digest names.
+    kept = read_judge_inputs(path)
+    digests = {(r["query_id"], r["retriever"], int(r["k"]), j["judge"], j.get("replicate", 0)): j["judge_input_sha256"]
+               for r in run.results for j in r.get("judgments") or [] if j.get("judge_input_sha256")}
+    assert kept and {key: judge_input_sha256(text) for key, text in kept.items()} == digests
     assert run.run_id == "20251218_063617" and run.created_at == "2025-12-18T06:36:17Z"
     assert len(run.results) == 72 == len((path / RESULTS_FILE).read_text(encoding="utf-8").splitlines())
     assert run.metrics["run"] == {

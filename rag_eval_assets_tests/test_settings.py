@@ -274,7 +274,7 @@ def test_problems_across_sections_are_reported_beside_the_others(tmp_path):
         "retrieval.http.path": "wrong type int",
         "answering.adapter_id": "wrong type int",
         "answering.k_values": "must be a non-empty list of integers from 1 to max(k_values) = 3",
-        "answering.answerer": "'llm' needs an llm section (base_url, model)",
+        "answering.answerer": "'llm' needs an llm section (base_url, model), top-level or answering.llm",
     }
     assert _problems(tmp_path, "retrievers: [http]\nretrieval: {http: {max_attempts: 0}}\n") == {
         "retrieval.http.max_attempts": "must be >= 1, got 0",

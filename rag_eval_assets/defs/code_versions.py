@@ -21,16 +21,23 @@ SETTINGS_HASH_CHARS = 12
 
 def _answering(s: Settings) -> dict[str, Any]:
     # k_values are the answer grid's partitions: a new k adds partitions, it does not change the existing ones.
-    return {key: value for key, value in plain(s.answering).items() if key != "k_values"}
+    # The answerer's own llm is read through _llm (the one of its role).
+    return {key: value for key, value in plain(s.answering).items() if key not in ("k_values", "llm")}
 
 
-def _llm(s: Settings) -> Any:
-    return plain(s.llm) if s.llm is not None else None
+def _llm(s: Settings, role: str) -> Any:
+    endpoint = s.llm_for(role)
+    return plain(endpoint) if endpoint is not None else None
+
+
+def _judged(s: Settings) -> bool:
+    # Whether the judges ran: which judge metrics are listed as not computed.
+    return s.judge.enabled and s.llm_for("judge") is not None
 
 
 def _judging(s: Settings) -> dict[str, Any]:
     # How far a judge is trusted is the report's and the gate's reading of its scores: changing it re-judges nothing.
-    return {key: value for key, value in plain(s.judge).items() if key not in ("trust_kappa", "min_grades")}
+    return {key: value for key, value in plain(s.judge).items() if key not in ("trust_kappa", "min_grades", "llm")}
 
 
 # asset -> the settings it reads. An asset missing here reads none (its inputs and fingerprints carry everything),
@@ -44,13 +51,15 @@ SETTINGS_READ: dict[str, Callable[[Settings], Any]] = {
                                               "folder_filter": s.retrieval.folder_filter,
                                               "retrievers": {n: v.kind for n, v in s.variants.items()}},
     "retrieval_metrics": lambda s: {"chunking": plain(s.chunking), "level": s.retrieval.level},
-    "answers": lambda s: {"answering": _answering(s), "llm": _llm(s), "language": s.corpus.language},
-    "judged_answers": lambda s: {"llm": _llm(s), "judge": _judging(s)},
-    "generated_queries": lambda s: {"llm": _llm(s), "query_generation": plain(s.query_generation)},
+    "answers": lambda s: {"answering": _answering(s), "llm": _llm(s, "answerer"), "language": s.corpus.language},
+    "judged_answers": lambda s: {"llm": _llm(s, "judge"), "judge": _judging(s)},
+    "generated_queries": lambda s: {"llm": _llm(s, "query_generation"),
+                                    "query_generation": plain(s.query_generation)},
     "answer_metrics_per_query": lambda s: {"dense": plain(s.retrieval.dense), "answering": _answering(s),
-                                           "llm": _llm(s), "judge": s.judge.enabled,
+                                           "ragas": _llm(s, "ragas") if s.ragas.llm_metrics else None,
+                                           "judge": _judged(s),
                                            "retrievers": {n: v.kind for n, v in s.variants.items()}},
-    "answer_metrics": lambda s: {"chunking": plain(s.chunking), "llm": _llm(s), "judge": s.judge.enabled,
+    "answer_metrics": lambda s: {"chunking": plain(s.chunking), "judge": _judged(s),
                                  "adapter_id": s.answering.adapter_id},
     # The run directory and the comparison record the whole configuration.
     "evaluation_run": plain,

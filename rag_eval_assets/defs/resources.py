@@ -19,7 +19,14 @@ class RagEvalSettings(dg.ConfigurableResource):
 
 
 class LLMResource(dg.ConfigurableResource):
-    """The API key of the configured LLM endpoint, read from an environment variable through `dg.EnvVar`, so it
-    never appears in run config, metadata, logs or run directories. Endpoint and model come from rag_eval.yaml."""
+    """The API key of each role's LLM endpoint (llm/settings.py ROLES), read from the environment variable its
+    `api_key_env` names through `dg.EnvVar`, so it never appears in run config, metadata, logs or run directories.
+    Endpoints and models come from rag_eval.yaml (Settings.llm_for)."""
 
-    api_key: str | None = None
+    answerer_api_key: str | None = None
+    judge_api_key: str | None = None
+    query_generation_api_key: str | None = None
+    ragas_api_key: str | None = None
+
+    def key(self, role: str) -> str | None:
+        return getattr(self, f"{role}_api_key")

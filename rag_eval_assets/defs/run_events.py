@@ -4,6 +4,7 @@ then one line per asset (and partition): materialized with its row count, up to 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -112,5 +113,7 @@ def _step_errors(result: RunResult, failed_checks: list[str]) -> tuple[list[str]
             error = next((e for e in chain if not e.cls_name.startswith("Dagster")), chain[-1])
             input_error |= error.cls_name in (InputError.__name__, CredentialError.__name__)
             if error.cls_name != "DagsterAssetCheckFailedError" or not failed_checks:
-                errors.append(f"{event.step_key}: {redact_text(error.message.strip())}")
+                # Dagster's message begins with the class name, which says nothing to whoever fixes the input.
+                message = re.sub(rf"^(\w+\.)*{re.escape(error.cls_name)}: ", "", error.message.strip())
+                errors.append(f"{event.step_key}: {redact_text(message)}")
     return errors, input_error

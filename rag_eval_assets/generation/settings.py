@@ -8,8 +8,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, StrictBool, StrictFloat, StrictInt, StrictStr
 
+from rag_eval_assets.llm.settings import LLMSettings
 from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN
-from rag_eval_assets.settings_base import KValues, Section, at_least, between, problem
+from rag_eval_assets.settings_base import KValues, Section, above, at_least, between, problem
 
 
 def _regex(pattern: str) -> str:
@@ -28,6 +29,10 @@ class AnsweringSettings(Section):
     # seed 000's "стр. N"; e.g. r"\bp\.\s*\d+" or r"第\d+页"
     citation_pattern: Annotated[StrictStr, AfterValidator(_regex)] = DEFAULT_CITATION_PATTERN
     adapter_id: StrictStr | None = None  # seed 003: the fine-tuned adapter (or registry model id) behind the answerer
+    # the extractive answerer abstains when no retrieved sentence holds this idf-weighted share of the question's
+    # terms (generation/extractive.py; docs/generation.md shows its effect on answered_rate)
+    extractive_threshold: Annotated[StrictFloat, above(0), between(0, 1)] = 0.3
+    llm: LLMSettings | None = None  # the answerer's own endpoint; None: the top-level llm
 
 
 class JudgeSettings(Section):
@@ -38,6 +43,9 @@ class JudgeSettings(Section):
     trust_kappa: Annotated[StrictFloat, between(-1, 1)] = 0.4
     # ... once it has at least this many graded answers; also the fewest grades a calibrated estimate is made from
     min_grades: Annotated[StrictInt, at_least(1)] = 10
+    # the judges' own endpoint (a stronger model than the answerer's, say); None: the top-level llm. Its model,
+    # temperature and the prompt version are comparison invariants; the answerer's model is not
+    llm: LLMSettings | None = None
 
 
 def spot_check(n: int) -> dict[str, Any]:
@@ -49,3 +57,4 @@ class QueryGenerationSettings(Section):
     # chunks sampled (seeded, spread across documents) for seed 004 query generation
     n_chunks: Annotated[StrictInt, at_least(1)] = 10
     seed: StrictInt = 0
+    llm: LLMSettings | None = None  # query generation's own endpoint; None: the top-level llm

@@ -16,12 +16,13 @@ import numpy as np
 import pandas as pd
 
 from rag_eval_assets.generation.judges import judge_agreement
-from rag_eval_assets.judging.agreement import Agreement, Trust, decide_trust
-from rag_eval_assets.judging.calibration import calibrated_mean, judge_mean
+from rag_eval_assets.judging.agreement import SCALE, Agreement, Trust, decide_trust
+from rag_eval_assets.judging.calibration import calibrated_mean, judge_mean, within_scale
 from rag_eval_assets.judging.graded import pooled_agreement, with_grades
 from rag_eval_assets.labeling.grades import Grade, GradeKey
 
 NO_GRADES = "no grades yet: rag-eval label --grade RUN"
+SCALE_BOUNDS = (min(SCALE), max(SCALE))  # the judges' scale: the intervals shown are cut to it
 NO_SPOT_CHECK = "no spot-check: rag-eval run --spot-check N re-judges N answers once more"
 
 
@@ -122,11 +123,11 @@ def _cells(rows: pd.DataFrame) -> tuple[CellEstimate, ...]:
     cells = []
     for (retriever, k), cell in rows.groupby(["retriever", "k"], sort=True):
         scores, grades = cell["score"].to_numpy(float), cell["grade"].to_numpy(float)
-        naive = judge_mean(scores)
+        naive = within_scale(judge_mean(scores), *SCALE_BOUNDS)
         n_graded = int((~np.isnan(grades)).sum())
         calibrated = {}
         if n_graded:
-            c = calibrated_mean(scores, grades)
+            c = within_scale(calibrated_mean(scores, grades), *SCALE_BOUNDS)
             calibrated = {"calibrated": c.estimate, "calibrated_low": c.low,
                           "calibrated_high": c.high, "lam": c.lam}
         cells.append(CellEstimate(str(retriever), int(k), len(scores), naive.estimate, naive.low,

@@ -14,9 +14,11 @@ from rag_eval_assets.labeling.grade_session import GradeSession
 from rag_eval_assets.labeling.grades import judge_definition
 
 KEYS = """\
-0-5         grade the metric (saved); its judge score shows
+0-5         grade the selected metric (saved); its judge score shows, and with
+            "after a grade: next metric" (the status line) the next metric still to grade is selected
+a           after a grade: select the next metric, or stay on this one (to grade again, say)
 tab, m      select the other metric
-n, enter    next answer (an ungraded one is skipped)
+n, enter    next answer; s skips this one (left ungraded, offered again next session)
 p           previous answer
 up / down   scroll the answer
 q           quit (every grade is already saved)
@@ -36,7 +38,8 @@ class GradeApp(App[None]):
     BINDINGS = [
         *(Binding(str(n), f"grade({n})", show=False) for n in range(10)),
         Binding("tab,m", "switch", "metric", priority=True),
-        Binding("n,enter", "move(1)", "next", priority=True),
+        Binding("n,enter,s", "move(1)", "next", priority=True),
+        Binding("a", "advance", "after a grade"),
         Binding("p", "move(-1)", "previous"),
         Binding("q", "quit_grading", "quit"),
         Binding("question_mark", "keys", "keys"),
@@ -91,7 +94,8 @@ class GradeApp(App[None]):
         s = self.session
         answer = s.item.answer
         status = (f" {s.index + 1} / {len(s.items)}   graded {s.graded}   {answer.query_id}   "
-                  f"[{answer.retriever}, k={answer.k}]   grading {s.judge}   ? keys")
+                  f"[{answer.retriever}, k={answer.k}]   grading {s.judge}   "
+                  f"after a grade: {'next metric' if s.advance else 'stay'} (a)   ? keys")
         self.query_one("#status", Static).update(status)
         text = Text()
         for judge in s.item.judges:
@@ -126,6 +130,12 @@ class GradeApp(App[None]):
         else:
             backup = f" (backup: {self.session.backup})" if self.session.backup and self.session.saved == 1 else ""
             self._say(f"{judge} {value} saved to {self.session.path}{backup}")
+        self._refresh()
+
+    def action_advance(self) -> None:
+        self.session.advance = not self.session.advance
+        self._say("after a grade: " + ("the next metric still to grade is selected" if self.session.advance
+                                       else "the metric stays selected"))
         self._refresh()
 
     def action_switch(self) -> None:

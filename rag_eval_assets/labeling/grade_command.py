@@ -48,6 +48,12 @@ def grade(settings: Settings, args: argparse.Namespace, stored: StoredTable | No
         print(f"error: --n must be at least 1, got {args.n}", file=sys.stderr)
         return 2
     evalset = Path(args.evalset)
+    if evalset.resolve() != Path(settings.evalset.path).resolve():
+        # Grades go beside the evalset; the pipeline reads them beside the configured one only.
+        print(f"error: --evalset {evalset} is not the configured evalset {settings.evalset.path} (evalset.path of "
+              f"{settings.config_file}): its grades would land where the pipeline never reads them; give --evalset "
+              f"{settings.evalset.path}", file=sys.stderr)
+        return 2
     questions = {q.id: q for q in load_evalset(evalset)}
     run, answers, notes = read_judged_answers(resolve_run(args.grade, settings.runs_dir), stored)
     for note in notes:
@@ -65,5 +71,5 @@ def grade(settings: Settings, args: argparse.Namespace, stored: StoredTable | No
     GradeApp(session).run()
     if session.backup:
         print(f"backup: {session.backup}")
-    print(f"{session.saved} grade(s) saved to {path}; {session.graded} of {len(items)} answer(s) fully graded")
+    print(f"{session.saved} grade(s) written to {path}; {session.graded} of {len(items)} answer(s) fully graded")
     return 0

@@ -35,7 +35,8 @@ class GradeSession:
         self.questions = questions or {}
         self.grades = load_grades(grades_file)
         self.backup: Path | None = None  # made before the session's first write, of a file graded before
-        self.saved = 0  # grades written by this session
+        self.written: set[GradeKey] = set()  # the grades this session wrote (a grade given again counts once)
+        self.advance = True  # after a grade, select the next metric still to grade (else stay on this one)
         todo = [n for n, item in enumerate(self.items) if self._ungraded(item)]
         self.index = todo[0] if todo else 0
         self.judge = self._first_ungraded_judge()
@@ -66,9 +67,14 @@ class GradeSession:
 
     # What the keys do.
 
+    @property
+    def saved(self) -> int:
+        """Grades this session wrote: lines of the grades file it added or changed."""
+        return len(self.written)
+
     def grade(self, value: int) -> str | None:
-        """Grade the selected metric `value` and write the file; then select the next metric still to grade. A
-        message when `value` is off the judge's scale."""
+        """Grade the selected metric `value` and write the file; then, with `advance`, select the next metric still
+        to grade. A message when `value` is off the judge's scale."""
         scale = self.scale(self.judge)
         if value not in scale:
             return f"{self.judge} is graded {min(scale)}-{max(scale)}"
@@ -80,8 +86,9 @@ class GradeSession:
             self.backup = backup(self.path)
         save_grades(self.path, grades.values())
         self.grades = grades
-        self.saved += 1
-        self.judge = self._first_ungraded_judge(after=self.judge)
+        self.written.add(grade.key)
+        if self.advance:
+            self.judge = self._first_ungraded_judge(after=self.judge)
         return None
 
     def switch_metric(self) -> None:

@@ -1,10 +1,12 @@
 """The judged answers of a run, with the whole input each judge was sent, for `rag-eval label --grade`.
 
-The run directory's results.jsonl lists each answer's judgments (judge, score, judge_input, replicate). Its texts
-are cut to 200 characters unless the run was written with `report.store_full_text`; then the run directory alone
-is enough. Otherwise the whole judge inputs are read from the `judged_answers` tables of the table store, and a
-table row stands for the run's judgment only when its score is the run's and its input, cut as the run cut it, is
-the run's: a judgment whose table a later run has replaced is not offered.
+The run directory's results.jsonl lists each answer's judgments (judge, score, judge_input, replicate) and the
+sha256 of each whole judge input. The whole inputs are read from the run's own judge_inputs.jsonl
+(runs/judge_inputs.py), which every run keeps, failed ones included; a run written before that kept them whole in
+results.jsonl only with `report.store_full_text`, and otherwise only the `judged_answers` tables of the table store
+may still hold them: a table's input stands for the run's only when its sha256 is the run's, so another run's
+answers (a later run's that replaced the tables, or the last committed run's when this one failed) are never shown
+under this run's id.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from rag_eval_assets.generation.judges import JUDGES
 from rag_eval_assets.generation.prompts import JUDGE_PROMPTS
 from rag_eval_assets.generation.judges import judge_input_sha256
 from rag_eval_assets.labeling.grades import Grade, GradeKey, disagrees
-from rag_eval_assets.runs.store import RESULTS_FILE, Run, config_value, read_run, truncate_texts
+from rag_eval_assets.runs.judge_inputs import JUDGE_INPUTS_FILE, read_judge_inputs
+from rag_eval_assets.runs.status import why_not_good
+from rag_eval_assets.runs.store import RESULTS_FILE, Run, config_value, read_run
 
 JUDGED_ENTRY = "judged_answers/retriever={retriever}/k={k}"  # the table store's entry of one cell's judgments
 FULL_TEXT_KEY = "settings.report.store_full_text"
@@ -93,7 +97,12 @@ def read_judged_answers(run_dir: Path, stored: StoredTable | None) -> tuple[Run,
         raise InputError([InputProblem(results_file, None, "judgments", "no judgment with a score: this run's "
                                        "answers were not judged (it ran without llm, or with judge.enabled false)")])
     notes = []
-    if config_value(run.config, FULL_TEXT_KEY):
+    kept = read_judge_inputs(run_dir)
+    if kept is not None:
+        whole = {_judgment_key(row, j): kept[key] for row in rows for j in _main(row)
+                 if (key := (*_judgment_key(row, j), 0)) in kept}
+        notes.append(f"judge inputs from {run_dir / JUDGE_INPUTS_FILE} (kept with the run)")
+    elif config_value(run.config, FULL_TEXT_KEY):
         whole = {_judgment_key(row, j): json.dumps(j["judge_input"], ensure_ascii=False)
                  for row in rows for j in _main(row)}
         notes.append(f"judge inputs from {results_file} (the run kept its texts whole)")
@@ -102,10 +111,11 @@ def read_judged_answers(run_dir: Path, stored: StoredTable | None) -> tuple[Run,
                                        "table store to read them whole from")])
     else:
         whole, missing = _stored_inputs(rows, stored)
-        notes.append("judge inputs from the judged_answers tables of the table store (results.jsonl cuts them)")
+        notes.append(f"judge inputs from the judged_answers tables of the table store (run {run.run_id} predates "
+                     f"{JUDGE_INPUTS_FILE} and results.jsonl cuts them)")
         if missing:
-            notes.append(f"{missing} judgment(s) of run {run.run_id} are no longer in the stored tables (a later run "
-                         "replaced them): not offered")
+            notes.append(f"{missing} judgment(s) of run {run.run_id} not offered: the stored tables hold other judge "
+                         f"inputs for them ({_whose(run_dir)})")
     answers = []
     for row in rows:
         judgments = {j["judge"]: Judgment(j["judge"], float(j["score"]), whole[_judgment_key(row, j)],
@@ -116,9 +126,18 @@ def read_judged_answers(run_dir: Path, stored: StoredTable | None) -> tuple[Run,
             answers.append(JudgedAnswer(row["query_id"], row["retriever"], int(row["k"]), row.get("question") or "",
                                         ordered))
     if not answers:
-        raise InputError([InputProblem(results_file, None, "judgments", "none of this run's judgments is in the "
-                                       "stored judged_answers tables any more: a later run replaced them")])
+        raise InputError([InputProblem(results_file, None, "judgments", f"run {run.run_id} cannot be shown: it "
+                                       f"predates {JUDGE_INPUTS_FILE}, results.jsonl cuts its judge inputs, and the "
+                                       f"stored judged_answers tables hold none of them ({_whose(run_dir)})")])
     return run, answers, notes
+
+
+def _whose(run_dir: Path) -> str:
+    """Why the stored tables are not this run's: it failed (its tables were never committed) or it is not the
+    newest (a later run replaced them)."""
+    failed = why_not_good(run_dir)
+    return f"this run failed, so its tables were never committed: {failed}" if failed else \
+        "a later run replaced them"
 
 
 def _main(row: dict[str, Any]) -> list[dict[str, Any]]:
@@ -145,8 +164,10 @@ def _stored_inputs(rows: list[dict[str, Any]], stored: StoredTable) -> tuple[dic
                 continue
             for j in _main(row):
                 found = main.loc[(row["query_id"], j["judge"])] if (row["query_id"], j["judge"]) in main.index else None
-                if found is not None and found["score"] == j["score"] and isinstance(found["judge_input"], str) \
-                        and truncate_texts(json.loads(found["judge_input"])) == truncate_texts(j["judge_input"]):
+                # The digest, not the cut text: inputs that differ only past 200 characters (the answer, after
+                # the question and contexts) are another run's.
+                if found is not None and isinstance(found["judge_input"], str) \
+                        and judge_input_sha256(found["judge_input"]) == j.get("judge_input_sha256"):
                     whole[_judgment_key(row, j)] = found["judge_input"]
                 else:
                     missing += 1

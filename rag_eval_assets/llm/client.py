@@ -88,6 +88,7 @@ class LLMClient:
         cache: LLMCache | None = None,
         api_key: str | None = None,
         *,
+        headers: Mapping[str, str] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
     ):
@@ -100,7 +101,7 @@ class LLMClient:
         # Bounds requests in flight across every thread using this client, not only within one chat_many.
         self._slots = threading.BoundedSemaphore(settings.max_concurrency)
         self._http = httpx.Client(
-            headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
+            headers={**(headers or {}), **({"Authorization": f"Bearer {api_key}"} if api_key else {})},
             timeout=httpx.Timeout(settings.read_timeout, connect=settings.connect_timeout),
         )
 

@@ -16,6 +16,9 @@ from rag_eval_assets.settings_base import Section, above, at_least, between, pro
 
 SchemaMode = Literal["json_object_schema", "json_schema"]
 NO_LLM = "not computed: no llm endpoint configured (rag_eval.yaml: llm.base_url, llm.model)"
+# The roles that call an LLM, each with the section that may name its own endpoint (`<section>.llm`); the
+# top-level `llm` serves every role that names none.
+ROLES = {"answerer": "answering", "judge": "judge", "query_generation": "query_generation", "ragas": "ragas"}
 
 
 def _http_url(url: str) -> str:
@@ -42,6 +45,7 @@ class LLMSettings(Section):
     base_url: Annotated[StrictStr, AfterValidator(_http_url)]  # up to and including /v1, e.g. http://127.0.0.1:8080/v1
     model: Annotated[StrictStr, AfterValidator(_named)]
     api_key_env: StrictStr | None = None
+    headers_env: StrictStr | None = None  # a variable holding a JSON object of request headers (credentials.py)
     temperature: Annotated[StrictFloat, at_least(0)] = 0.0
     seed: StrictInt = 0
     max_tokens: Annotated[StrictInt, at_least(1)] = 512

@@ -81,17 +81,18 @@ class CallHealthOutcome:
 
 
 def endpoint(row: Any, variants: Mapping[str, Variant], answerer: str,
-             llm: LLMSettings | None) -> tuple[str, str] | None:
+             llm_for: Callable[[str], LLMSettings | None]) -> tuple[str, str] | None:
     """Who a health row's calls went to and its URL (credentials redacted); None when no call left the process
-    (an extractive answerer)."""
+    (an extractive answerer). `llm_for(role)`: the endpoint of each role (Settings.llm_for)."""
     if row.stage == "answer":
         variant = variants.get(row.retriever)
         if variant is not None and kind_of(variant).own_answers:
             return "the service under test", shown_url(variant.params.base_url, variant.params.path)
+        llm = llm_for("answerer")
         if answerer == "llm" and llm is not None:
             return "the answerer LLM", redact_url(llm.base_url)
         return None
-    who = {"judge": "the judge", "ragas": "the ragas LLM"}[row.stage]
+    who, llm = {"judge": ("the judge", llm_for("judge")), "ragas": ("the ragas LLM", llm_for("ragas"))}[row.stage]
     return (who, redact_url(llm.base_url)) if llm is not None else None
 
 

@@ -16,6 +16,13 @@ SELF_HEADERS = ["judge", "re-judged", "same score", "mean abs. difference"]
 ESTIMATE_HEADERS = ["judge", "retriever", "k", "answers", "judge mean", "naive 95% CI", "graded", "calibrated",
                     "calibrated 95% CI"]
 CONFUSION_CORNER = "person ↓ judge →"
+# What the two means are, in plain words, above the tables of summary.md and report.html.
+MEANS_EXPLAINED = (
+    "The judge mean is the average of the judge's own scores: it carries whatever bias the judge has. The calibrated "
+    "mean estimates the average grade the person would give, from the grades corrected by the judge's scores of the "
+    "answers nobody graded; the gate judges a judge metric on it where report.gate.calibrated is on and both runs "
+    "have min_grades grades in the cell (the comparison's notes name those cells), and on the judge's raw scores "
+    "everywhere else.")
 
 
 def judge_notes(section: Mapping[str, Any]) -> list[str]:
@@ -27,6 +34,7 @@ def judge_notes(section: Mapping[str, Any]) -> list[str]:
     else:
         notes.append(f"{section['grades']} grade(s) in {section['grades_file']}; a judge is trusted at quadratic "
                      f"kappa ≥ {section['trust_kappa']:g} over at least {section['min_grades']} graded answers.")
+    notes.append(MEANS_EXPLAINED)
     for judge, j in section["judges"].items():
         notes += [f"{judge}: {note}" for note in ((j["agreement"] or {}).get("notes") or [])]
     if not any(j["self_consistency"] for j in section["judges"].values()):
@@ -56,8 +64,11 @@ def estimate_rows(section: Mapping[str, Any]) -> list[list[str]]:
     for judge, j in section["judges"].items():
         for c in j["cells"]:
             calibrated = c["calibrated"] is not None
+            # Fewer grades than min_grades say little, as they do for the agreement: flagged, and left out by the gate.
+            few = f" (< {section['min_grades']}: not used by the gate)" \
+                if 0 < c["graded"] < section["min_grades"] else ""
             rows.append([judge, c["retriever"], str(c["k"]), str(c["answers"]), _number(c["judge_mean"]),
-                         _interval(c["judge_low"], c["judge_high"]), str(c["graded"]),
+                         _interval(c["judge_low"], c["judge_high"]), f"{c['graded']}{few}",
                          _number(c["calibrated"]) if calibrated else "—",
                          _interval(c["calibrated_low"], c["calibrated_high"]) if calibrated else "—"])
     return rows

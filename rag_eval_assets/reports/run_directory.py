@@ -9,6 +9,7 @@ from typing import Any
 
 from rag_eval_assets.reports.comparison import comparison_markdown
 from rag_eval_assets.reports.summary import summary_markdown
+from rag_eval_assets.runs.judge_inputs import JUDGE_INPUTS_FILE, judge_inputs_text
 from rag_eval_assets.runs.store import COMPARISON_JSON, COMPARISON_MD, SUMMARY_FILE, Run, json_text, read_run, save_run
 from rag_eval_assets.verdict.compare import compare_runs
 from rag_eval_assets.verdict.judged import Grading
@@ -32,9 +33,11 @@ def write_run(
     ranking of retrievers summary.md shows, so that the HTML report and the asset's metadata do not rank again.
     `grading`: the person's grades the gate uses (judging/grading.py)."""
     previous_run = read_run(previous) if previous is not None else None
+    results = list(stored.pop("results"))
 
     def documents(run: Run) -> dict[str, str]:
-        files = {}
+        # Whole, whatever results.jsonl cuts: what grading shows of this run (runs/judge_inputs.py).
+        files = {JUDGE_INPUTS_FILE: judge_inputs_text(results)}
         comparison = None
         if previous_run is not None:
             comparison = compare_runs(previous_run, run, gate, grading=grading)
@@ -47,4 +50,4 @@ def write_run(
         return files
 
     return save_run(runs_dir, description=description, previous_run_id=previous_run.run_id if previous_run else None,
-                    documents=documents, **stored)
+                    documents=documents, results=results, **stored)

@@ -9,7 +9,7 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rag_eval_assets.reports.comparison import GATE_HEADERS, gate_groups, gate_rows, identical_line
+from rag_eval_assets.reports.comparison import GATE_HEADERS, gate_groups, gate_notes, gate_rows, identical_line
 from rag_eval_assets.reports.evidence import (
     QUESTION_HEADERS,
     SIDE_HEADERS,
@@ -79,6 +79,9 @@ def verdict_section(comparison: Mapping[str, Any] | None) -> str:
     if identical:
         parts.append(f'<details id="identical-cells"><summary>{_e(identical_line(cells, identical))}</summary>'
                      f'{_gate_table("identical-cell-table", identical)}</details>')
+    notes = gate_notes(cells)  # as summary.md has them under its gate table
+    if notes:
+        parts.append('<ul id="gate-notes">' + "".join(f"<li>{_e(note)}</li>" for note in notes) + "</ul>")
     for e in comparison.get("evidence") or []:
         if f"{e['retriever']}@{e['k']}" in deciding:
             parts.append(_evidence_section(e))

@@ -88,17 +88,18 @@ def retriever_params(s: Settings, name: str) -> dict[str, Any]:
 
 def answerer_part(s: Settings) -> dict[str, Any]:
     """The configured answerer of our retrievers' contexts (a service under test answers its own partitions)."""
-    if s.answering.answerer == "llm" and s.llm is not None:
-        version = llm_answerer_version(s.llm.model)
+    if s.answering.answerer == "llm" and s.llm_for("answerer") is not None:
+        version = llm_answerer_version(s.llm_for("answerer").model)
     else:
-        version = ExtractiveAnswerer(language=s.corpus.language).version
+        version = ExtractiveAnswerer(language=s.corpus.language, threshold=s.answering.extractive_threshold).version
     return {**version, "k_values": list(s.answering.k_values)}
 
 
 def judge_part(s: Settings) -> dict[str, Any]:
-    if s.llm is None or not s.judge.enabled:
+    judge = s.llm_for("judge")
+    if judge is None or not s.judge.enabled:
         return {}
-    part = {"model": s.llm.model, "prompt_version": JUDGE_PROMPT_VERSION, "temperature": s.llm.temperature}
+    part = {"model": judge.model, "prompt_version": JUDGE_PROMPT_VERSION, "temperature": judge.temperature}
     if s.judge.replicates:
         # Recorded only when answers are re-judged (the spot-check), so that other runs keep their config_hash.
         part.update(replicates=s.judge.replicates, replicate_sample=s.judge.replicate_sample)

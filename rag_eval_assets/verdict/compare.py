@@ -2,7 +2,8 @@
 
 Each (retriever, k) cell both runs hold is judged on its gate metric (verdict/gate.py) by a paired test over the
 questions both runs scored, or with `calibrated` a judge metric on the difference of the runs' calibrated means
-(verdict/judged.py), corrected across the judged cells (by default jointly: verdict/joint.py). The verdict is `worse` when a cell fails, `better`
+(verdict/judged.py; whatever the judge's agreement), corrected across the judged cells (by default jointly:
+verdict/joint.py). The verdict is `worse` when a cell fails, `better`
 when none fails and some cell improved significantly, `no significant change` otherwise, and `incompatible` when the
 runs measure different things. Exit codes: 0 better or no significant change, 1 worse, 2 incompatible.
 """
@@ -32,6 +33,7 @@ from rag_eval_assets.verdict.judged import (
     graded_frame,
     is_judge_metric,
     judge_trust,
+    too_few_grades,
 )
 from rag_eval_assets.verdict.paired import paired_tests
 from rag_eval_assets.verdict.settings import GateSettings
@@ -212,7 +214,7 @@ def compare_runs(
     weights = {row["query_id"]: float(row.get("weight") or 1.0) for row in cand.results}
     grading = grading or Grading()
     graded = (graded_frame(base, grading), graded_frame(cand, grading))
-    judges = judge_trust(graded[1], grading)
+    judges = judge_trust(pd.concat(graded, ignore_index=True), grading)
 
     cells, changes, diffs = [], [], []
     for (retriever, k), cell_pairs in pairs.groupby(["retriever", "k"], sort=True):
@@ -286,7 +288,9 @@ def _judge_cell(
             warnings.append(f"{retriever}@{k}: {metric} not compared: {why}")
         else:
             healthy.append(metric)
-    untrusted = {name: j for name, j in judges.items() if not j.trusted}
+    # Trust matters only where raw judge scores decide: a calibrated estimate is valid for any judge (verdict/judged.py)
+    untrusted = {name: j for name, j in judges.items() if not j.trusted and not (
+        gate.calibrated and too_few_grades(*graded, retriever, k, name, grading) is None)}
     metric = choose_metric(healthy, gate, untrusted)
     skipped, notes = [], []
     would = choose_metric(healthy, gate)

@@ -3,7 +3,8 @@
 A cell is judged on a metric that means something for it. With `metric: auto` that is, in this order, the first
 that has a value for some question of the cell: seed 000's weighted_score (only questions with seed 000 rules have
 one), the judge's correctness, seed 003's json_v2_score, and otherwise the cell's retrieval metric (nDCG@k). A judge
-metric whose judge the person's grades do not trust (verdict/judged.py) is passed over.
+metric whose judge the person's grades do not trust (verdict/judged.py) is passed over where its raw scores would
+decide; where the grades decide (the calibrated means of `calibrated: true`), trust does not matter.
 """
 
 from __future__ import annotations

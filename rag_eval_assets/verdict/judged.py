@@ -1,11 +1,13 @@
 """The gate's use of a person's grades (issue 23): whether a judge is trusted, and a judge metric's change between two
 runs as the difference of their calibrated (PPI++) means.
 
-A judge is "not trusted" when its quadratic-weighted kappa with the person, pooled over the candidate run's graded
-judgements, is below `trust_kappa` with at least `min_grades` grades; with fewer grades nothing is known against it.
-The calibrated difference of a cell takes each run's judge scores of every answer it judged there, rectified by the
-grades that apply to that run's answers (judging/calibration.py), so a judge that drifts between runs is corrected in
-each; a run with fewer than `min_grades` grades in the cell gives no calibrated estimate. Files are read by the
+A judge is "not trusted" when its quadratic-weighted kappa with the person, pooled over the graded judgements of both
+runs (an answer graded once counted once), is below `trust_kappa` with at least `min_grades` grades; with fewer grades
+nothing is known against it. Trust matters only where the judge's raw scores would decide a cell: the calibrated
+difference of a cell takes each run's judge scores of every answer it judged there, rectified by the grades that
+apply to that run's answers (judging/calibration.py), which is valid for any judge (an uninformative one gets a weight
+near 0 and the estimate becomes the grades' own mean), so a cell both runs graded `min_grades` times is decided by it
+whatever the agreement; a run with fewer grades in the cell gives no calibrated estimate. Files are read by the
 caller (judging/grading.py); this module only computes.
 """
 
@@ -38,7 +40,7 @@ class Grading:
 
 @dataclass(frozen=True)
 class JudgeTrust:
-    """A judge's agreement with the person over the candidate run's n graded judgements."""
+    """A judge's agreement with the person over the n graded judgements of the runs compared."""
 
     judge: str
     n: int
@@ -68,11 +70,12 @@ def graded_frame(run: Run, grading: Grading) -> pd.DataFrame:
     return with_grades(run.judgment_frame(), grading.grades)
 
 
-def judge_trust(cand: pd.DataFrame, grading: Grading) -> dict[str, JudgeTrust]:
-    """Every judge with a graded judgement in the candidate's graded frame, and whether it is trusted."""
+def judge_trust(graded: pd.DataFrame, grading: Grading) -> dict[str, JudgeTrust]:
+    """Every judge with a graded judgement in `graded` (graded_frame of one run, or of both runs concatenated), and
+    whether it is trusted."""
     out = {}
     for judge in JUDGES:
-        a = pooled_agreement(cand, judge, grading.min_grades)
+        a = pooled_agreement(graded, judge, grading.min_grades)
         if a is None:
             continue
         kappa = None if math.isnan(a.kappa) else a.kappa
@@ -97,13 +100,12 @@ def calibrated_change(
 ) -> CalibratedChange | str:
     """The cell's change on `judge` as the difference of the two runs' calibrated means (weighted like the paired
     test), or why there is none."""
+    short = too_few_grades(base, cand, retriever, k, judge, grading)
+    if short:
+        return short
     means = {}
     for role, frame in (("base", base), ("candidate", cand)):
-        cell = frame[(frame["retriever"] == retriever) & (frame["k"] == k) & (frame["judge"] == judge)]
-        n = int(cell["grade"].notna().sum())
-        if n < grading.min_grades:
-            return (f"the {role} run has {n} grade(s) of {judge} in this cell, fewer than min_grades "
-                    f"{grading.min_grades}")
+        cell = _cell(frame, retriever, k, judge)
         w = np.array([weights.get(q, 1.0) for q in cell["query_id"]])
         # Scaled so that plain means are the weighted means, as the paired test's differences are.
         scores = weighted_terms(cell["score"].to_numpy(dtype=float), w)
@@ -114,3 +116,19 @@ def calibrated_change(
         return f"the calibrated difference of {judge} has no interval: a run has a single grade in this cell"
     return CalibratedChange(means["base"], means["candidate"], float(d.estimate), float(d.low), float(d.high),
                             float(d.p_value))
+
+
+def too_few_grades(base: pd.DataFrame, cand: pd.DataFrame, retriever: str, k: int, judge: str,
+                   grading: Grading) -> str | None:
+    """Why the cell of `judge` has no calibrated estimate for lack of grades (a run with fewer than min_grades, and
+    never fewer than two, which an interval needs), or None when both runs have enough."""
+    least = max(grading.min_grades, 2)
+    for role, frame in (("base", base), ("candidate", cand)):
+        n = int(_cell(frame, retriever, k, judge)["grade"].notna().sum())
+        if n < least:
+            return f"the {role} run has {n} grade(s) of {judge} in this cell, fewer than min_grades {least}"
+    return None
+
+
+def _cell(frame: pd.DataFrame, retriever: str, k: int, judge: str) -> pd.DataFrame:
+    return frame[(frame["retriever"] == retriever) & (frame["k"] == k) & (frame["judge"] == judge)]

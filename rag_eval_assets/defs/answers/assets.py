@@ -5,7 +5,7 @@ from contextlib import ExitStack
 import dagster as dg
 import pandas as pd
 
-from rag_eval_assets.defs.answers.build import answerer_for, llm_client
+from rag_eval_assets.defs.answers.build import answerer_for, llm_client, ragas_endpoint, ragas_llm_on
 from rag_eval_assets.defs.answers.checks import json_v2_dev_gate
 from rag_eval_assets.defs.answers.generated import generated_queries_asset
 from rag_eval_assets.defs.partitions import answer_grid_partitions
@@ -46,9 +46,10 @@ def answer_defs(settings: Settings) -> dg.Definitions:
     by_retriever = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="retriever")
     # Only a step that calls an LLM takes a slot of the "llm" pool: extractive answers and runs without an endpoint
     # must not queue behind the one LLM slot.
-    llm_pool = LLM_POOL if settings.llm is not None else None
+    query_pool = LLM_POOL if settings.llm_for("query_generation") is not None else None
+    ragas_pool = LLM_POOL if ragas_llm_on(settings) else None
     answer_pool = LLM_POOL if settings.answering.answerer == "llm" else None
-    judge_pool = LLM_POOL if settings.llm is not None and settings.judge.enabled else None
+    judge_pool = LLM_POOL if settings.llm_for("judge") is not None and settings.judge.enabled else None
     # A service under test's answers are read from its stored responses (one call per question per run).
     # Every cell reads them (Dagster maps a grid cell to no partition of a subset): a new call re-runs the grid's
     # answers, our retrievers' from the LLM cache or the extractive answerer, never our retrieval.
@@ -75,12 +76,13 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         retriever, k = _grid_key(context)
         evalset, chunks, retrieval_results = inputs["evalset"], inputs["chunks"], inputs["retrieval_results"]
         own = kind_of(s.variants[retriever]).own_answers
-        estimate = answering_estimate(prompt_texts(evalset, retrieval_results, chunks, k), s.llm) \
-            if s.answering.answerer == "llm" and s.llm is not None and not own else dict(NO_CALLS)
+        answering_llm = s.llm_for("answerer")
+        estimate = answering_estimate(prompt_texts(evalset, retrieval_results, chunks, k), answering_llm) \
+            if s.answering.answerer == "llm" and answering_llm is not None and not own else dict(NO_CALLS)
         if estimate["calls"]:
             context.log.info(f"estimate before answering: {estimate}")
         sut_table = inputs["sut_responses"][retriever] if own else None
-        with answerer_for(s, retriever, llm.api_key, sut_table) as answerer:
+        with answerer_for(s, retriever, llm.key("answerer"), sut_table) as answerer:
             table = answer_questions(answerer, evalset, retrieval_results, chunks, k, retriever)
             version = answerer.version
         versions = dataset_versions(context, s).with_part("index", **chunking_part(s)).with_part(
@@ -113,20 +115,21 @@ def answer_defs(settings: Settings) -> dg.Definitions:
     ) -> dg.Output[pd.DataFrame]:
         """Groundedness and correctness (0-5, seed 002) from a pinned judge at temperature 0; failures kept as rows."""
         s = settings.load()
-        if (reason := why_not_judged(s.llm is not None, s.judge.enabled)) is not None:
+        judge_llm = s.llm_for("judge")
+        if (reason := why_not_judged(judge_llm is not None, s.judge.enabled)) is not None:
             versions = dataset_versions(context, s).with_part("index", **chunking_part(s))
             return dg.Output(pd.DataFrame(columns=list(JUDGMENT_COLUMNS)),
                              metadata={"not_computed": reason, **version_metadata(versions)})
-        estimate = judging_estimate(answers["answer"], answers["contexts"], len(JUDGES), s.llm)
+        estimate = judging_estimate(answers["answer"], answers["contexts"], len(JUDGES), judge_llm)
         context.log.info(f"estimate before judging: {estimate}")
-        with llm_client(s, llm.api_key) as client:
+        with llm_client(s, "judge", llm.key("judge")) as client:
             table = judge_answers(client, answers, evalset, JUDGE_PROMPT_VERSION, s.judge.replicates,
                                   s.judge.replicate_sample)
             usage = client.usage()
         versions = dataset_versions(context, s).with_part("index", **chunking_part(s)).with_part(
             "judge", **judge_part(s))
         metadata = {
-            "judge_model": s.llm.model,
+            "judge_model": judge_llm.model,
             "judge_prompt_version": JUDGE_PROMPT_VERSION,
             "counts": dg.MetadataValue.json(judgment_counts(table)),
             "usage": dg.MetadataValue.json(usage),
@@ -145,7 +148,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
             "judged_answers": dg.AssetIn(partition_mapping=dg.AllPartitionMapping()),
             "retrieval_results": dg.AssetIn(partition_mapping=dg.AllPartitionMapping()),
         },
-        pool=llm_pool,  # ragas' LLM context metrics
+        pool=ragas_pool,  # ragas' LLM context metrics
         code_version="1",
     )
     def answer_metrics_per_query(
@@ -168,19 +171,20 @@ def answer_defs(settings: Settings) -> dg.Definitions:
             q.reference_answer for q in questions) else None
         with ExitStack() as stack:
             # Through our client, so its cache makes a re-run with unchanged inputs send nothing.
-            client = stack.enter_context(llm_client(s, llm.api_key)) if s.llm is not None else None
+            client = stack.enter_context(llm_client(s, "ragas", llm.key("ragas"))) if ragas_llm_on(s) else None
             ragas = ragas_grid(questions, answers, retrieval_results, chunks, gold_labels, client,
                                own_answer_variants(s.variants))
             ragas_usage = client.usage() if client is not None else None
         per_query = grid_per_query(questions, answers, judged_answers, ragas, gold_labels, chunks, encoder,
                                    s.answering.citation_pattern)
-        not_computed = judges_not_computed(s.llm is not None, s.judge.enabled)
+        not_computed = judges_not_computed(s.llm_for("judge") is not None, s.judge.enabled)
         versions = dataset_versions(context, s).with_part("index", **chunking_part(s))
         return dg.Output(
             per_query,
             metadata={
                 "not_computed": dg.MetadataValue.json(dict(not_computed)),
                 "ragas_error_rows": int(ragas["error"].notna().sum()),
+                "ragas_llm": ragas_endpoint(s),
                 **({"ragas_llm_usage": dg.MetadataValue.json(ragas_usage)} if ragas_usage is not None else {}),
                 **version_metadata(versions),
             },
@@ -197,7 +201,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         row per metric that was not computed (value NaN, n 0, the reason in `note`)."""
         s = settings.load()
         questions = questions_from_frame(evalset)
-        not_computed = judges_not_computed(s.llm is not None, s.judge.enabled)
+        not_computed = judges_not_computed(s.llm_for("judge") is not None, s.judge.enabled)
         table = grid_aggregate(answer_metrics_per_query, questions, not_computed)
         table["chunk_size_chars"] = s.chunking.chunk_size_chars
         table["overlap_chars"] = s.chunking.overlap_chars
@@ -218,7 +222,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         )
 
     return dg.Definitions(
-        assets=[answers, judged_answers, generated_queries_asset(llm_pool), answer_metrics_per_query,
+        assets=[answers, judged_answers, generated_queries_asset(query_pool), answer_metrics_per_query,
                 answer_metrics],
         asset_checks=[json_v2_dev_gate],
     )

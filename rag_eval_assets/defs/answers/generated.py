@@ -21,10 +21,11 @@ def generated_queries_asset(pool: str | None) -> dg.AssetsDefinition:
         """Seed 004 questions generated from sampled chunks, written as an evalset file that can be frozen."""
         s = settings.load()
         versions = dataset_versions(context, s, evalset=False).with_part("index", **chunking_part(s))
-        if s.llm is None:
+        endpoint = s.llm_for("query_generation")
+        if endpoint is None:
             return dg.Output(pd.DataFrame(columns=["id", "question", "type"]),
                              metadata={"not_computed": NO_LLM, **version_metadata(versions)})
-        with llm_client(s, llm.api_key) as client:
+        with llm_client(s, "query_generation", llm.key("query_generation")) as client:
             path, table, report = generate_evalset(client, chunks, s.query_generation.n_chunks,
                                                    s.query_generation.seed, s.generated_dir)
             usage = client.usage()
@@ -35,7 +36,7 @@ def generated_queries_asset(pool: str | None) -> dg.AssetsDefinition:
                 "report": dg.MetadataValue.json({k: v for k, v in report.items() if k != "calls"}),
                 "usage": dg.MetadataValue.json(usage),
                 "preview": preview(table, ["id", "type", "question"]),
-                **version_metadata(versions.with_part("answerer", model=s.llm.model, prompt="query_generation")),
+                **version_metadata(versions.with_part("answerer", model=endpoint.model, prompt="query_generation")),
             },
         )
 

@@ -147,7 +147,7 @@ def evaluation_run(
 def call_health_check(s: Settings, health: pd.DataFrame) -> dg.AssetCheckResult:
     """metrics/call_health.py check_call_health under llm.max_error_rate (the gate's without an llm section)."""
     limit = s.llm.max_error_rate if s.llm is not None else s.report.gate.max_error_rate
-    outcome = check_call_health(health, limit, lambda row: endpoint(row, s.variants, s.answering.answerer, s.llm))
+    outcome = check_call_health(health, limit, lambda row: endpoint(row, s.variants, s.answering.answerer, s.llm_for))
     return dg.AssetCheckResult(check_name=CALL_HEALTH_CHECK, passed=outcome.passed, description=outcome.description,
                                metadata=outcome.metadata)
 
