@@ -116,9 +116,11 @@ def run_and_read(
     settings and what `read` returned (None when the pipeline failed or there is no `read`). `overrides` lay
     values over the file's (load_settings), for this run only."""
     from rag_eval_assets.definitions import build_defs
+    from rag_eval_assets.defs.infrastructure import check_infrastructure
     from rag_eval_assets.settings import load_settings
 
     settings = load_settings(config, overrides)
+    check_infrastructure(settings)  # the cluster and the store answer, whether or not anything is stale
     defs = build_defs(settings.config_file, overrides)
     with _pipeline_instance(settings.config_file, instance_dir) as instance:
         outcome = _pipeline(defs, settings, instance, verbose, force)
