@@ -148,6 +148,7 @@ def _pipeline(defs, settings, instance, verbose: bool, force: bool) -> Outcome:
         print(error, file=sys.stderr)
     if not ok and settings.alerts is not None and "failed" in settings.alerts.on:
         _alert_failure(settings, instance, executed.failed_run, executed.errors)
+    log.note([f"run failed: {error}" for error in executed.errors])  # the log says why, as the terminal did
     # The log goes into the run directory this pipeline wrote, never into an earlier one it points at.
     log_file = log.keep(written[0] if written else None, failed=not ok)
     run_dir = written[0] if written else _current_run_dir(defs, instance) if ok else None
