@@ -13,15 +13,16 @@ NOT_NOW = 3  # exit code when no night can start now (no run queue, the sensor s
 def _nightly(args: argparse.Namespace) -> int:
     from datetime import datetime, timezone
 
-    import dagster as dg
-
-    from rag_eval_assets.cli.pipeline import dagster_home
     from rag_eval_assets.defs.infrastructure import check_infrastructure
-    from rag_eval_assets.defs.night_on_demand import CannotStart, daemons_down, on_demand_night, start_night
     from rag_eval_assets.settings import load_settings
 
     settings = load_settings(args.config)
-    check_infrastructure(settings)  # before a run is queued that would fail on them
+    check_infrastructure(settings)  # before a run is queued that would fail on them, and before Dagster's import
+
+    import dagster as dg
+
+    from rag_eval_assets.cli.pipeline import dagster_home
+    from rag_eval_assets.defs.night_on_demand import CannotStart, daemons_down, on_demand_night, start_night
     dagster_home(settings.config_file)
     os.environ["RAG_EVAL_CONFIG"] = str(settings.config_file)  # the code location the run is made from
     night = on_demand_night(datetime.now(timezone.utc))

@@ -115,12 +115,13 @@ def run_and_read(
     `read(settings, load)` with `load(asset, partition_key=None)` reading an asset's value. Returns the outcome, the
     settings and what `read` returned (None when the pipeline failed or there is no `read`). `overrides` lay
     values over the file's (load_settings), for this run only."""
-    from rag_eval_assets.definitions import build_defs
     from rag_eval_assets.defs.infrastructure import check_infrastructure
     from rag_eval_assets.settings import load_settings
 
     settings = load_settings(config, overrides)
-    check_infrastructure(settings)  # the cluster and the store answer, whether or not anything is stale
+    # The cluster and the store answer, whether or not anything is stale; before Dagster's import, seconds of it.
+    check_infrastructure(settings)
+    from rag_eval_assets.definitions import build_defs
     defs = build_defs(settings.config_file, overrides)
     with _pipeline_instance(settings.config_file, instance_dir) as instance:
         outcome = _pipeline(defs, settings, instance, verbose, force)

@@ -95,8 +95,13 @@ def store_problems(storage_dir: str) -> list[str]:
     where = f"storage_dir {redact_url(storage_dir)} (endpoint {redact_url(store_endpoint(parts.scheme))}, " \
             f"bucket {bucket})"
     base = UPath(storage_dir)
-    fs = type(base.fs)(**{**base.storage_options, "skip_instance_cache": True}) \
-        if hasattr(base.fs, "storage_options") else base.fs
+    options = {**base.storage_options, "skip_instance_cache": True}
+    s3 = parts.scheme in ("s3", "s3a")
+    if s3:  # one attempt each: botocore and s3fs would retry a dead endpoint for longer than an operator waits
+        options["config_kwargs"] = {"connect_timeout": STORE_TIMEOUT_S / 2, "retries": {"max_attempts": 1}}
+    fs = type(base.fs)(**options)
+    if s3:
+        fs.retries = 1  # s3fs's own retries: a class attribute, no constructor argument
     doing = ["reaching the store"]
     try:
         _within(STORE_TIMEOUT_S, _list_write_read_delete, fs, bucket, base.path.rstrip("/"), doing)
