@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rag_eval_assets.cli import main
-from rag_eval_assets.defs.infrastructure import check_infrastructure
+from rag_eval_assets.defs.infrastructure import PROBES, check_infrastructure
 from rag_eval_assets.errors import InfrastructureError
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.dagster_server import BIN, free_port
@@ -128,7 +128,7 @@ def test_refused_credentials_stop_even_a_run_with_nothing_stale_and_change_nothi
     assert main(["--config", str(config), "run"]) == 0  # nothing stale: no run
     capsys.readouterr()
     stored = s3.objects("tables")
-    assert stored and not any(".preflight" in key for key in stored)  # the check's object was removed
+    assert stored and not any(key.startswith(f"{PREFIX}/{PROBES}/") for key in stored)  # the probes were removed
 
     wrong = "not-the-secret-key"
     line, _ = _refused(_config(tmp_path / "wrong", bucket="tables"),

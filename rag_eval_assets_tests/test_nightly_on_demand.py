@@ -97,7 +97,8 @@ def test_rag_eval_nightly_starts_a_whole_night_with_every_check_and_follows_it(t
     night2 = broken.tags[NIGHT_TAG]
     # The step that failed and why, with the advice that fits an error: re-execute it.
     assert failed.stdout.strip().splitlines()[-1].startswith(
-        f"night {night2}: inputs_job failed its check evalset:frozen_version_unchanged: ")
+        f"night {night2}: inputs_job failed at step preflight: InputError: 1 problem(s) in input: - {evalset}: "
+        "changed after it was frozen as sample_eval_set@")
     assert failed.stdout.strip().endswith("; re-execute it in the UI and the sensor carries the night on")
     assert TableStore(tmp_path / "store" / "assets").current()["pipeline"] == f"nightly-{night}"  # still the good one
     assert list((tmp_path / "store" / "runs").iterdir()) == [run_dir]  # the failed night wrote none

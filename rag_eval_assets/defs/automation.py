@@ -149,22 +149,24 @@ def _run_error(instance: dg.DagsterInstance, run: dg.DagsterRun) -> str:
         check = entry.dagster_event.event_specific_data
         if not check.passed:  # a blocking check: its description says why, Dagster's error only names it
             return (f"failed its check {check.asset_key.to_user_string()}:{check.check_name}: "
-                    f"{_first_line(check.description or 'no description')}")
+                    f"{_one_line(check.description or 'no description')}")
     for entry in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
         error = entry.dagster_event.step_failure_data.error
         chain = [error]
         while chain[-1].cause is not None:
             chain.append(chain[-1].cause)
         error = next((e for e in chain if not e.cls_name.startswith("Dagster")), chain[-1])
-        return f"failed at step {entry.step_key}: {error.cls_name}: {_first_line(error.message)}"
+        # Dagster's message starts with the class's dotted path; the lines after the first say which input.
+        message = error.message.strip().split(f"{error.cls_name}: ", 1)[-1]
+        return f"failed at step {entry.step_key}: {error.cls_name}: {_one_line(message)}"
     for entry in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_FAILURE):
         error = getattr(entry.dagster_event.event_specific_data, "error", None)
-        return f"failed: {_first_line(error.message if error is not None else entry.message)}"
+        return f"failed: {_one_line(error.message if error is not None else entry.message)}"
     return "failed"
 
 
-def _first_line(text: str) -> str:
-    return redact_text((text.strip().splitlines() or [""])[0][:300])
+def _one_line(text: str) -> str:
+    return redact_text(" ".join(line.strip() for line in text.strip().splitlines())[:400])
 
 
 def night_complete(night: str) -> str:

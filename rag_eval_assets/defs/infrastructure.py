@@ -1,7 +1,7 @@
 """Where the work will run and where the tables will be stored, checked before any run and whether or not anything is
 stale: the dask scheduler of `execution.dask` answers within its `connect_timeout_s` (its `address_env` set and
 well formed), and an object-store `storage_dir`'s bucket exists and the credentials can list, write, read and delete
-under its prefix (one small object under the staging area, removed again). Each problem is one line naming the
+under its prefix (one small object under `_preflight/` beside `assets/`, removed again). Each problem is one line naming the
 setting, the endpoint and the bucket, never a secret. Nothing is created: a missing bucket stays missing, for a run
 that made one would hide a mistyped name.
 
@@ -18,7 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as Unanswered
 from urllib.parse import urlsplit
 
-from rag_eval_assets.defs.storage.table_store import STAGING
 from rag_eval_assets.errors import InfrastructureError
 from rag_eval_assets.execution_settings import DaskSettings
 from rag_eval_assets.redaction import redact_text, redact_url
@@ -28,6 +27,7 @@ from rag_eval_assets.settings import Settings
 # longer, and an operator waits for a line, not for the retries.
 STORE_TIMEOUT_S = 8.0
 LOCAL_PROTOCOLS = ("file", "local", "memory")
+PROBES = "_preflight"  # under storage_dir, beside assets/: the check's object, removed again
 
 
 def check_infrastructure(settings: Settings) -> None:
@@ -132,7 +132,8 @@ def _list_write_read_delete(fs, bucket: str, path: str, doing: list[str]) -> Non
         fs.ls(path, detail=False)
     except FileNotFoundError:  # nothing stored under the prefix yet: a first run
         pass
-    probe = f"{path}/assets/{STAGING}/.preflight-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    # Beside the table store, not in it: a run listing its staging meanwhile would see the probe come and go.
+    probe = f"{path}/{PROBES}/{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     body = b"rag-eval preflight: safe to delete"
     doing.append(f"writing {probe}")
     fs.pipe_file(probe, body)
