@@ -14,6 +14,8 @@ CONFIG := $(abspath $(or $(RAG_EVAL_CONFIG),rag_eval.yaml))
 DAGSTER_HOME ?= $(dir $(CONFIG)).dagster_home
 override DAGSTER_HOME := $(abspath $(DAGSTER_HOME))
 INSTANCE := $(DAGSTER_HOME)/dagster.yaml
+# The port `make ui` serves on (`make ui PORT=3001` beside another checkout's).
+PORT ?= 3000
 export DAGSTER_HOME
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -62,7 +64,7 @@ test: $(STAMP) $(LLM_STAMP) $(INSTANCE) browser postgres
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 ui: $(STAMP) $(INSTANCE)
-	DAGSTER_HOME=$(DAGSTER_HOME) RAG_EVAL_CONFIG=$(CONFIG) $(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	DAGSTER_HOME=$(DAGSTER_HOME) RAG_EVAL_CONFIG=$(CONFIG) $(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p $(PORT)
 
 clean:
 	rm -rf $(VENV) .dagster_home data/assets data/runs data/cache data/frozen

@@ -30,3 +30,12 @@ class InputError(ValueError):
         self.problems = list(problems)
         lines = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(f"{len(self.problems)} problem(s) in input:\n{lines}")
+
+
+class InfrastructureError(Exception):
+    """The cluster or the store the configuration names cannot be used (defs/infrastructure.py): one line per
+    problem, each naming the setting and where it points, never a secret."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))

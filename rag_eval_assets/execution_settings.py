@@ -13,7 +13,7 @@ import os
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, StrictStr
+from pydantic import AfterValidator, Field, StrictStr
 
 from rag_eval_assets.settings_base import Loc, Section, problem
 
@@ -41,6 +41,8 @@ def _variable_name(name: str) -> str:
 class DaskSettings(Section):
     address: Annotated[StrictStr, AfterValidator(_scheduler_address)] | None = None  # tcp://host:8786
     address_env: Annotated[StrictStr, AfterValidator(_variable_name)] | None = None  # or the variable holding it
+    # How long the scheduler has to answer before any run (infrastructure.py): a wrong address fails in seconds.
+    connect_timeout_s: float = Field(5.0, gt=0, le=120)
 
     @classmethod
     def cross_field_problems(cls, data: dict) -> list[tuple[Loc, str]]:

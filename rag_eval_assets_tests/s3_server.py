@@ -5,6 +5,7 @@ region), as a deployment reaches its object store (docs/deployment.md, "Storage 
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import subprocess
@@ -32,17 +33,18 @@ _FOREIGN = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_CONF
 class S3Server:
     endpoint: str
     secret: str
+    access_key: str = ACCESS_KEY_ID
 
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """`base` (default os.environ) with the variables that point botocore at this server."""
         env = {k: v for k, v in (os.environ if base is None else base).items() if k not in _FOREIGN}
-        return {**env, "AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": ACCESS_KEY_ID,
+        return {**env, "AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": self.access_key,
                 "AWS_SECRET_ACCESS_KEY": self.secret, "AWS_DEFAULT_REGION": REGION}
 
     def client(self):
         import boto3
 
-        return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=ACCESS_KEY_ID,
+        return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=self.access_key,
                             aws_secret_access_key=self.secret, region_name=REGION)
 
     def create_bucket(self, name: str) -> str:
@@ -69,9 +71,27 @@ def _forget_clients() -> None:
     S3FileSystem.clear_instance_cache()
 
 
+# IAM calls that make the signing user while moto still answers unsigned requests (INITIAL_NO_AUTH_ACTION_COUNT).
+_MAKING_THE_USER = 3
+
+
+def _signing_user(endpoint: str) -> S3Server:
+    """A user allowed everything, made through moto's IAM: from then on moto checks every request's signature."""
+    import boto3
+
+    iam = boto3.client("iam", endpoint_url=endpoint, aws_access_key_id="setup", aws_secret_access_key="setup",
+                       region_name=REGION)
+    iam.create_user(UserName="rag-eval")
+    key = iam.create_access_key(UserName="rag-eval")["AccessKey"]
+    allow_all = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+    iam.put_user_policy(UserName="rag-eval", PolicyName="all", PolicyDocument=json.dumps(allow_all))
+    return S3Server(endpoint, key["SecretAccessKey"], key["AccessKeyId"])
+
+
 @contextmanager
-def s3_server(secret: str = DEFAULT_SECRET) -> Iterator[S3Server]:
-    """moto's server on a free loopback port until the block ends; the AWS secret key its clients use is `secret`."""
+def s3_server(secret: str = DEFAULT_SECRET, signed: bool = False) -> Iterator[S3Server]:
+    """moto's server on a free loopback port until the block ends; the AWS secret key its clients use is `secret`.
+    `signed`: moto refuses (403) a request not signed by the key pair of the S3Server yielded (its own secret)."""
     from rag_eval_assets_tests.real_components import unavailable
 
     try:
@@ -82,12 +102,13 @@ def s3_server(secret: str = DEFAULT_SECRET) -> Iterator[S3Server]:
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryFile() as log:
+        env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": str(_MAKING_THE_USER)} if signed else None
         server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
         try:
             wait_until_answers(server, f"{endpoint}/moto-api/data.json", "moto.server", log, START_TIMEOUT)
             _forget_clients()
-            yield S3Server(endpoint, secret)
+            yield _signing_user(endpoint) if signed else S3Server(endpoint, secret)
         finally:
             _forget_clients()
             _stop(server)

@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from rag_eval_assets.defs.automation import NIGHT_TAG
 from rag_eval_assets.defs.jobs import QUIET_CONSOLE
+from rag_eval_assets.defs.loaded_config import CHANGED, CONFIG_TAG, RELOAD, config_sha256
 from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
 from rag_eval_assets.defs.storage.table_store import TableStore
 from rag_eval_assets.definitions import build_defs
@@ -161,3 +162,28 @@ def test_a_night_that_another_commit_overtook_is_not_committed_and_says_why(tmp_
                  if read_status(run_dir).pipeline == "nightly-2026-11-23"]
         assert [read_status(run_dir).state for run_dir in night] == ["failed"]
         assert read_status(night[0]).reasons == (said.split(": ", 1)[1],)
+
+
+def test_a_night_is_not_planned_from_an_edited_file_and_its_run_stops_before_any_step(tmp_path):
+    """The schedule refuses a file edited since the definitions read it; a run requested from the file before the
+    edit (its rag_eval/config_sha256 tag) stops before its first step, naming the change and how to reload."""
+    config = write_sample_config(tmp_path, "retrievers: [bm25]\n")
+    defs = build_defs(config)
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
+        request = _start_night(defs, instance, 22)
+        assert request.tags[CONFIG_TAG] == config_sha256(config)
+        config.write_text(config.read_text(encoding="utf-8") + "k_values: [1, 3]\n", encoding="utf-8")
+        refused = _start_night(defs, instance, 23)
+        assert isinstance(refused, dg.SkipReason) and refused.skip_message.startswith(f"{CHANGED} ({config}: ")
+        result = defs.resolve_job_def("inputs_job").execute_in_process(
+            instance=instance, asset_selection=list(request.asset_selection), tags=request.tags,
+            run_config=QUIET_CONSOLE, raise_on_error=False)
+    assert not result.success and not result.get_asset_materialization_events()
+    # In process the resources start once per run (a launched run's steps each start them, and fail alike).
+    (failure,) = [event for event in result.all_events
+                  if event.event_type == dg.DagsterEventType.RESOURCE_INIT_FAILURE]
+    error = failure.event_specific_data.error
+    while error.cause is not None:
+        error = error.cause
+    assert error.cls_name == "ConfigChangedError"
+    assert f"ConfigChangedError: {CHANGED} ({config}: " in error.message and RELOAD in error.message

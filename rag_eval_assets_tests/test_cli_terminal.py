@@ -129,7 +129,11 @@ def test_an_input_error_names_file_line_and_field_and_exits_2(tmp_path):
     assert f"{evalset}:2: field 'question': expected a string, got number" in run.stderr
     (log,) = (tmp_path / "store" / "runs").glob("failed-*.log")  # no run directory: the log beside the runs
     assert f"log: {log}\n" in run.stdout
-    assert " preflight STEP_FAILURE - " in log.read_text(encoding="utf-8")
+    text = log.read_text(encoding="utf-8")
+    assert " preflight STEP_FAILURE - " in text
+    # The log ends with why the run failed, as the terminal said it.
+    why = text.split(" ERROR rag_eval: run failed: preflight: ")[1]
+    assert why.endswith(f"1 problem(s) in input:\n  - {evalset}:2: field 'question': expected a string, got number\n")
 
 
 COMMANDS = {

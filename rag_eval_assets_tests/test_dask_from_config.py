@@ -10,10 +10,12 @@ The tests share one cluster and server and run in file order: the last one kills
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -21,6 +23,8 @@ import pytest
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.defs.automation import NIGHT_TAG
 from rag_eval_assets.defs.cluster_resources import RESOURCE_REQUIREMENTS_TAG
+from rag_eval_assets.defs.executors import EXECUTOR_TAG, SCHEDULER_TAG
+from rag_eval_assets.defs.run_log import LOG_FILE
 from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, CLUSTER_JOBS, INPUTS_JOB, METRICS_JOB, pipeline_stages
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.dagster_server import (
@@ -207,6 +211,20 @@ def test_rag_eval_run_executes_the_fanning_out_jobs_on_the_workers(stack):
     # The metrics and the run directory stay on the host: no task of the metrics run reached the scheduler.
     [metrics] = [r for r in runs if r.job_name == METRICS_JOB]
     assert not _show_steps_by_worker(stack, "the metrics run", [metrics])
+    # Each run says where it ran, and rag-eval.log holds the workers' step events and which worker ran each step.
+    on_cluster = [r for r in runs if r.job_name in CLUSTER_JOBS]
+    address = stack["cluster"].address
+    assert all(r.tags[EXECUTOR_TAG] == "dask" and r.tags[SCHEDULER_TAG] == address for r in on_cluster)
+    assert EXECUTOR_TAG not in metrics.tags
+    (run_dir,) = re.findall(r"^run directory: (.+)$", done.stdout, re.MULTILINE)
+    text = (Path(run_dir) / LOG_FILE).read_text(encoding="utf-8")
+    with _instance(stack) as instance:
+        for run in on_cluster:
+            for step in _succeeded_steps(instance, run.run_id):
+                assert f"{run.run_id} {step} STEP_SUCCESS" in text
+                assert re.search(rf"{run.run_id} - ENGINE_EVENT - step {re.escape(step)} ran on dask worker w[12] ",
+                                 text), step
+    assert f"executing each step on the dask scheduler at {address}" in text
 
 
 def test_a_backfill_from_the_cli_runs_on_the_workers(stack):

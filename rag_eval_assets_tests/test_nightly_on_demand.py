@@ -90,11 +90,15 @@ def test_rag_eval_nightly_starts_a_whole_night_with_every_check_and_follows_it(t
     assert TableStore(tmp_path / "store" / "assets").current()["pipeline"] == f"nightly-{night}"
     (run_dir,) = (tmp_path / "store" / "runs").iterdir()
     assert f"night {night} is complete, its tables committed; run directory {run_dir}, report " \
-           f"{run_dir / REPORT_FILE}\n" in done.stdout
+           f"{run_dir / REPORT_FILE}\nverdict: no baseline run yet: nothing to compare\n" in done.stdout
 
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert broken.job_name == INPUTS_JOB and broken.status == dg.DagsterRunStatus.FAILURE
     night2 = broken.tags[NIGHT_TAG]
-    assert f"night {night2} stopped: inputs_job failed; re-execute them in the UI" in failed.stdout
+    # The step that failed and why, with the advice that fits an error: re-execute it.
+    assert failed.stdout.strip().splitlines()[-1].startswith(
+        f"night {night2}: inputs_job failed at step preflight: InputError: 1 problem(s) in input: - {evalset}: "
+        "changed after it was frozen as sample_eval_set@")
+    assert failed.stdout.strip().endswith("; re-execute it in the UI and the sensor carries the night on")
     assert TableStore(tmp_path / "store" / "assets").current()["pipeline"] == f"nightly-{night}"  # still the good one
     assert list((tmp_path / "store" / "runs").iterdir()) == [run_dir]  # the failed night wrote none

@@ -122,6 +122,14 @@ def test_commits_on_s3_replace_the_version_they_read(s3, monkeypatch):
     assert current["tables"] == {"entry0": files[0], "entry1": files[1]}
 
 
+def test_a_write_into_a_missing_bucket_fails_and_creates_no_bucket(s3):
+    """A mistyped bucket must not become a new one that the tables silently go to (a mkdir on S3 creates buckets)."""
+    before = {b["Name"] for b in s3.client().list_buckets()["Buckets"]}
+    with pytest.raises(FileNotFoundError):
+        TableStore("s3://mistyped-bucket/team/eval/assets").write("chunks", pa.table({"i": [1]}), "run1")
+    assert {b["Name"] for b in s3.client().list_buckets()["Buckets"]} == before
+
+
 def test_a_commit_that_keeps_losing_the_race_fails_clearly_and_commits_nothing(s3, monkeypatch):
     base = s3.create_bucket("always-late") + "/assets"
     store = TableStore(base)

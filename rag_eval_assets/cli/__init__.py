@@ -14,7 +14,7 @@ from rag_eval_assets.cli.nightly import add_nightly
 from rag_eval_assets.cli.pipeline import INPUT_ERROR
 from rag_eval_assets.cli.run import add_backfill, add_run
 from rag_eval_assets.cli.show import add_show
-from rag_eval_assets.errors import InputError
+from rag_eval_assets.errors import InfrastructureError, InputError
 from rag_eval_assets.redaction import install_log_redaction, redact_text
 
 # The commands in the order `rag-eval --help` lists them.
@@ -59,4 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except InputError as exc:
         print(f"error: {redact_text(str(exc))}", file=sys.stderr)
+        return INPUT_ERROR
+    except InfrastructureError as exc:  # checked before any run: one line per problem, never a trace
+        for line in exc.problems:
+            print(f"error: {redact_text(line)}", file=sys.stderr)
         return INPUT_ERROR

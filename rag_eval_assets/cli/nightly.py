@@ -13,13 +13,16 @@ NOT_NOW = 3  # exit code when no night can start now (no run queue, the sensor s
 def _nightly(args: argparse.Namespace) -> int:
     from datetime import datetime, timezone
 
+    from rag_eval_assets.defs.infrastructure import check_infrastructure
+    from rag_eval_assets.settings import load_settings
+
+    settings = load_settings(args.config)
+    check_infrastructure(settings)  # before a run is queued that would fail on them, and before Dagster's import
+
     import dagster as dg
 
     from rag_eval_assets.cli.pipeline import dagster_home
     from rag_eval_assets.defs.night_on_demand import CannotStart, daemons_down, on_demand_night, start_night
-    from rag_eval_assets.settings import load_settings
-
-    settings = load_settings(args.config)
     dagster_home(settings.config_file)
     os.environ["RAG_EVAL_CONFIG"] = str(settings.config_file)  # the code location the run is made from
     night = on_demand_night(datetime.now(timezone.utc))
@@ -43,6 +46,7 @@ def _follow(instance, settings, night: str) -> int:
     from rag_eval_assets.defs.jobs import METRICS_JOB
     from rag_eval_assets.defs.night_on_demand import follow_night
     from rag_eval_assets.reports.html import REPORT_FILE
+    from rag_eval_assets.reports.night_verdict import night_verdict
     from rag_eval_assets.runs.store import run_of_pipeline
 
     print("waiting for the night to end (Ctrl-C stops the waiting, not the night)", flush=True)
@@ -55,13 +59,16 @@ def _follow(instance, settings, night: str) -> int:
         if run.job_name == METRICS_JOB and run.is_success:
             reports.append(run_of_pipeline(settings.runs_dir, run.run_id))
 
-    why = follow_night(instance, night, finished)
-    if why is not None:
-        print(f"night {night} stopped: {why}")
-        return 1
+    line, code = follow_night(instance, settings, night, finished)
+    if code != 0:
+        print(f"night {night}: {line}")
+        return code
     where = f"run directory {reports[-1]}, report {reports[-1] / REPORT_FILE}" if reports and reports[-1] else \
         "nothing was missing or stale: no run directory"
     print(f"night {night} is complete, its tables committed; {where}")
+    if reports and reports[-1]:
+        verdict = night_verdict(reports[-1])
+        print(f"verdict: {verdict[0] if verdict else 'no baseline run yet: nothing to compare'}")
     return 0
 
 
@@ -70,5 +77,6 @@ def add_nightly(sub, parents: list[argparse.ArgumentParser]) -> None:
         "nightly", parents=parents,
         help="start a night now, as the 02:00 schedule does: the daemon runs it, the nightly sensor carries it on")
     nightly.add_argument("--wait", action="store_true",
-                         help="follow the night to its end; exit 1 when a run of it failed")
+                         help="follow the night to its end; exit 1 when a run of it failed or its verdict is worse, "
+                         "2 when it is incompatible or the configuration changed since the code location loaded it")
     nightly.set_defaults(func=_nightly)

@@ -115,10 +115,13 @@ def run_and_read(
     `read(settings, load)` with `load(asset, partition_key=None)` reading an asset's value. Returns the outcome, the
     settings and what `read` returned (None when the pipeline failed or there is no `read`). `overrides` lay
     values over the file's (load_settings), for this run only."""
-    from rag_eval_assets.definitions import build_defs
+    from rag_eval_assets.defs.infrastructure import check_infrastructure
     from rag_eval_assets.settings import load_settings
 
     settings = load_settings(config, overrides)
+    # The cluster and the store answer, whether or not anything is stale; before Dagster's import, seconds of it.
+    check_infrastructure(settings)
+    from rag_eval_assets.definitions import build_defs
     defs = build_defs(settings.config_file, overrides)
     with _pipeline_instance(settings.config_file, instance_dir) as instance:
         outcome = _pipeline(defs, settings, instance, verbose, force)
@@ -146,6 +149,7 @@ def _pipeline(defs, settings, instance, verbose: bool, force: bool) -> Outcome:
         print(error, file=sys.stderr)
     if not ok and settings.alerts is not None and "failed" in settings.alerts.on:
         _alert_failure(settings, instance, executed.failed_run, executed.errors)
+    log.note([f"run failed: {error}" for error in executed.errors])  # the log says why, as the terminal did
     # The log goes into the run directory this pipeline wrote, never into an earlier one it points at.
     log_file = log.keep(written[0] if written else None, failed=not ok)
     run_dir = written[0] if written else _current_run_dir(defs, instance) if ok else None

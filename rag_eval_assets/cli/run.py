@@ -41,10 +41,12 @@ def _backfill(args: argparse.Namespace) -> int:
     import subprocess
 
     from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, GRID_JOB
+    from rag_eval_assets.defs.infrastructure import check_infrastructure
     from rag_eval_assets.defs.partitions import answer_grid_partitions
     from rag_eval_assets.settings import load_settings
 
     settings = load_settings(args.config)
+    check_infrastructure(settings)
     if args.grid == "retrieval":
         if args.k is not None:
             print("error: the retrieval grid has no k dimension; use --grid answers with --k", file=sys.stderr)

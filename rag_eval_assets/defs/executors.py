@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from dagster._core.errors import raise_execution_interrupts
+from dagster._core.events import DagsterEvent, EngineEventData
 from dagster._core.execution.api import execute_run
 from dagster._core.execution.retries import RetryMode
 from dagster._utils import iterate_with_context
@@ -36,7 +37,11 @@ from dagster_dask.executor import get_dask_resource_requirements, query_on_dask_
 from distributed import Client, Future, as_completed
 
 from rag_eval_assets.defs.jobs import CLUSTER_JOBS, QUIET_CONSOLE
+from rag_eval_assets.redaction import redact_url
 from rag_eval_assets.execution_settings import DaskSettings
+
+EXECUTOR_TAG = "rag_eval/executor"  # dask, on a run whose steps a cluster executed
+SCHEDULER_TAG = "rag_eval/dask_scheduler"  # its scheduler's address, credentials redacted
 
 if TYPE_CHECKING:
     from dagster._core.definitions.reconstruct import ReconstructableJob
@@ -80,7 +85,12 @@ class DaskClusterExecutor(dg.Executor):
     ) -> Iterator[dg.DagsterEvent]:
         run = plan_context.dagster_run
         futures: dict[str, Future] = {}
+        shown = redact_url(self.scheduler_address)
+        # Where the run ran, in the UI's run list and run page.
+        plan_context.instance.add_run_tags(run.run_id, {EXECUTOR_TAG: "dask", SCHEDULER_TAG: shown})
         with Client(self.scheduler_address) as client:
+            yield DagsterEvent.engine_event(plan_context, f"executing each step on the dask scheduler at {shown}",
+                                            EngineEventData())
             for level in execution_plan.get_steps_to_execute_by_level():
                 for step in level:
                     upstream = [futures[key] for step_input in step.step_inputs for key in step_input.dependency_keys]
@@ -102,8 +112,18 @@ class DaskClusterExecutor(dg.Executor):
                     )
             # Waiting in iterate_with_context lets a run termination interrupt the wait.
             completed = as_completed(list(futures.values()), with_results=True)
-            for _, events in iterate_with_context(raise_execution_interrupts, completed):
+            step_of = {future.key: step for step, future in futures.items()}
+            for future, events in iterate_with_context(raise_execution_interrupts, completed):
                 yield from dg.deserialize_value(events, list)
+                yield DagsterEvent.engine_event(plan_context, f"step {step_of[future.key]} ran on dask worker "
+                                                              f"{_worker_of(client, future)}", EngineEventData())
+
+
+def _worker_of(client: Client, future: Future) -> str:
+    """The name and address of the worker that holds `future`'s result: the one that ran it."""
+    holders = client.who_has([future]).get(future.key, ())
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    return ", ".join(f"{workers.get(a, {}).get('name', '?')} ({a})" for a in holders) or "unknown (result gone)"
 
 
 @dg.executor(

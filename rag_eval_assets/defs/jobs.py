@@ -69,6 +69,7 @@ class StepOutcome:
     job: str
     partition: str | None
     result: RunResult
+    assets: tuple[dg.AssetKey, ...]  # what the run was to materialize
 
 
 def pipeline_stages(settings: Settings) -> list[Stage]:
@@ -134,7 +135,7 @@ def run_pipeline(
                         instance=instance, partition_key=step.partition, asset_selection=list(step.assets),
                         raise_on_error=False, run_config=QUIET_CONSOLE, run_id=run_id, tags=tags,
                     )
-            yield StepOutcome(step.job, step.partition, result)
+            yield StepOutcome(step.job, step.partition, result, step.assets)
             if not result.success:
                 TableStore(settings.assets_dir).release(pipeline)
                 return

@@ -30,9 +30,13 @@ from dagster._core.workspace.context import WorkspaceProcessContext, WorkspaceRe
 from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
 
 from rag_eval_assets.defs.automation import (
-    NIGHT_TAG, failed_steps, latest_night, night_complete, night_not_committed, night_start, step_status,
+    NIGHT_TAG, failed_steps, latest_night, night_complete, night_failure, night_not_committed, night_start,
+    step_status,
 )
+from rag_eval_assets.defs.loaded_config import CHANGED
 from rag_eval_assets.settings import Settings
+
+INPUT_ERROR = 2  # the exit code of a configuration that cannot be used as it is
 
 # The code location's name in workspace.yaml, deploy/nightly/workspace.yaml and the code server unit.
 LOCATION = "rag_eval_assets.definitions"
@@ -102,9 +106,12 @@ def sensor_state(instance: dg.DagsterInstance) -> InstigatorState | None:
                  if state.name == SENSOR and state.repository_selector.location_name == LOCATION), None)
 
 
-def follow_night(instance: dg.DagsterInstance, night: str, on_finished: Callable[[dg.DagsterRun], None]) -> str | None:
-    """Wait for `night` to end, calling `on_finished` once per run of it as it finishes; None once the sensor says
-    the night is complete (its tables committed), else why it stopped."""
+def follow_night(instance: dg.DagsterInstance, settings: Settings, night: str,
+                 on_finished: Callable[[dg.DagsterRun], None]) -> tuple[str, int]:
+    """Wait for `night` to end, calling `on_finished` once per run of it as it finishes; how it ended, in one line
+    (the sensor's word once the night is complete, with its verdict), and the exit code `rag-eval nightly --wait`
+    gives: 0 complete (BETTER, NO CHANGE, or no baseline), 1 WORSE or a step that failed, 2 INCOMPATIBLE or a
+    configuration the sensor's code location did not load."""
     reported: set[str] = set()
     while True:
         runs = instance.get_runs(dg.RunsFilter(tags={NIGHT_TAG: night}))
@@ -112,22 +119,23 @@ def follow_night(instance: dg.DagsterInstance, night: str, on_finished: Callable
             if run.is_finished and run.run_id not in reported:
                 reported.add(run.run_id)
                 on_finished(run)
-        failed = failed_steps(step_status(runs))
-        if failed and all(run.is_finished for run in runs):
-            return f"{', '.join(failed)} failed; re-execute them in the UI and the sensor carries the night on"
+        if failed_steps(step_status(runs)) and all(run.is_finished for run in runs):
+            return night_failure(settings, instance, runs)
         newest = latest_night(instance)
         if newest != night:
-            return f"night {newest} started since: the sensor follows that one now"
+            return f"night {newest} started since: the sensor follows that one now", 1
         sensor = sensor_state(instance)
         if sensor is None or not sensor.is_running:
-            return f"the {SENSOR} sensor was stopped: nothing carries the night on"
+            return f"the {SENSOR} sensor was stopped: nothing carries the night on", 1
         last = instance.get_ticks(sensor.instigator_origin_id, sensor.selector_id, limit=1)
         said = (last[0].skip_reason or "") if last else ""
         if all(run.is_finished for run in runs):
+            if said.startswith(CHANGED):  # the sensor plans nothing more until the code location is reloaded
+                return said, INPUT_ERROR
             if said.startswith(night_complete(night)):
-                return None
+                return said, 0
             if said.startswith(night_not_committed(night)):
-                return said.removeprefix(night_not_committed(night) + ": ")
+                return said.removeprefix(f"night {night} "), 1
         time.sleep(POLL_S)
 
 

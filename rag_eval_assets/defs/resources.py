@@ -1,9 +1,11 @@
 """The settings resource: every asset reads the same `rag_eval.yaml`."""
 
 import json
+from pathlib import Path
 
 import dagster as dg
 
+from rag_eval_assets.defs.loaded_config import CONFIG_TAG, changed_since
 from rag_eval_assets.settings import Settings, load_settings
 
 
@@ -16,6 +18,19 @@ class RagEvalSettings(dg.ConfigurableResource):
 
     def load(self) -> Settings:
         return load_settings(self.config_path, json.loads(self.overrides))
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        # A run planned by a code location from another version of the file than the one this run reads would mix
+        # the two (defs/loaded_config.py): it stops before its first step.
+        planned = context.dagster_run.tags.get(CONFIG_TAG) if context.dagster_run else None
+        if planned is not None:
+            changed = changed_since(Path(self.config_path), planned)
+            if changed is not None:
+                raise ConfigChangedError(changed)
+
+
+class ConfigChangedError(Exception):
+    """rag_eval.yaml is not the file the run was planned from."""
 
 
 class LLMResource(dg.ConfigurableResource):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import dagster as dg
 
 from rag_eval_assets.credentials import CredentialError
-from rag_eval_assets.defs.jobs import RunResult, pipeline_stages, run_pipeline
+from rag_eval_assets.defs.jobs import CLUSTER_JOBS, RunResult, pipeline_stages, run_pipeline
 from rag_eval_assets.defs.run_guard import own_tags, recover_dead_runs, watching
 from rag_eval_assets.defs.run_log import RunLog
 from rag_eval_assets.defs.staleness import Planner, Step
@@ -51,17 +51,22 @@ def execute_pipeline(
             return watching(instance, run_id, say)
 
         materialized: dict[tuple, str] = {}
+        unfinished: dict[tuple, str] = {}  # what a failed run was to materialize
         last_run = None
         try:
             for step in run_pipeline(defs, settings, instance, tags=own_tags(), around=around, force=force,
                                      on_cluster=on_cluster):
                 last_run = step.result.run_id
+                if on_cluster is not None and step.job in CLUSTER_JOBS:  # its steps' events are the workers'
+                    log.catch_up(instance, last_run)
                 label = step.job + (f" [{step.partition}]" if step.partition else "")
                 print(f"{label}: {'succeeded' if step.result.success else 'FAILED'} (run {step.result.run_id})")
                 materialized.update(_materialized(step.result))
                 failed_checks = _checks(step.result)
                 if not step.result.success:
                     failed_run = step.result.run_id
+                    unfinished.update(dict.fromkeys(((key, step.partition) for key in step.assets),
+                                                    f"not run: its run {failed_run} failed"))
                     # A failed blocking check says why in its own description; Dagster's error only names it.
                     errors += failed_checks
                     step_errors, raised_on_input = _step_errors(step.result, failed_checks)
@@ -72,7 +77,9 @@ def execute_pipeline(
             errors.append(str(exc))
         planner = Planner(defs.resolve_asset_graph(), settings, instance)
         for key, partition, why in planner.listing(pipeline_stages(settings)):
-            state = materialized.get((key, partition)) or (f"not run: {why}" if why else "up to date")
+            # An asset its failed run did not get to is no more up to date than a stale one.
+            state = materialized.get((key, partition)) or (f"not run: {why}" if why else None) \
+                or unfinished.get((key, partition), "up to date")
             print(f"  {key.to_user_string() + (f'[{partition}]' if partition else ''):<44} {state}")
     return Executed(failed_run, errors, input_error)
 
@@ -116,4 +123,14 @@ def _step_errors(result: RunResult, failed_checks: list[str]) -> tuple[list[str]
                 # Dagster's message begins with the class name, which says nothing to whoever fixes the input.
                 message = re.sub(rf"^(\w+\.)*{re.escape(error.cls_name)}: ", "", error.message.strip())
                 errors.append(f"{event.step_key}: {redact_text(message)}")
+    if not errors and not failed_checks:
+        # No step failed: the run failed around its steps (its executor: a cluster that went away meanwhile).
+        for event in result.all_events:
+            data = event.event_specific_data if event.event_type == dg.DagsterEventType.RUN_FAILURE else None
+            error = getattr(data, "error", None)
+            if error is not None:
+                while error.cause is not None and error.cls_name.startswith("Dagster"):
+                    error = error.cause
+                why = redact_text(error.message.strip())
+                errors.append(f"{result.dagster_run.job_name}: {error.cls_name}: {why}")
     return errors, input_error

@@ -89,6 +89,7 @@ class RunLog:
         self._events = logging.getLogger(EVENT_LOGGER)
         self._verbose = verbose
         self._root_level = logging.NOTSET
+        self._heard: set[tuple] = set()
 
     def __enter__(self) -> RunLog:
         self.runs_dir.mkdir(parents=True, exist_ok=True)
@@ -123,7 +124,15 @@ class RunLog:
         """Log each event of run `run_id` as the instance stores it."""
         instance.add_event_listener(run_id, self._event)
 
+    def catch_up(self, instance: dg.DagsterInstance, run_id: str) -> None:
+        """Log the events of run `run_id` that other processes stored (a cluster's workers execute its steps), which
+        no listener of this process hears, once the run has ended."""
+        for entry in instance.all_logs(run_id):
+            if _identity(entry) not in self._heard:
+                self._event(entry)
+
     def _event(self, entry: dg.EventLogEntry) -> None:
+        self._heard.add(_identity(entry))
         kind = entry.dagster_event_type.value if entry.dagster_event_type else None
         text = f"{entry.job_name} {entry.run_id} {entry.step_key or '-'} {kind or 'LOG'} - {entry.message}"
         error = _error(entry)
@@ -131,6 +140,13 @@ class RunLog:
             text += "\n" + error.to_string().rstrip()
         level = entry.level if isinstance(entry.level, int) else logging.getLevelName(entry.level)
         self._events.log(level, text, extra={"dagster_event": kind})
+
+    def note(self, lines: list[str]) -> None:
+        """Add `lines` to the log once it is closed (why the pipeline failed, said after its runs)."""
+        if lines:
+            with open(self.path, "a", encoding="utf-8") as file:
+                file.writelines(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} ERROR rag_eval: {line}\n"
+                                for line in lines)
 
     def keep(self, run_dir: Path | None, failed: bool) -> Path:
         """The log's place: `run_dir`/rag-eval.log, else beside the runs as failed-<time>.log (or rag-eval-<time>.log
@@ -145,6 +161,10 @@ class RunLog:
         self.path.replace(target)
         self.path = target
         return target
+
+
+def _identity(entry: dg.EventLogEntry) -> tuple:
+    return entry.run_id, entry.timestamp, entry.step_key, entry.message
 
 
 def _error(entry: dg.EventLogEntry):

@@ -147,7 +147,7 @@ class TableStore:
         is staged and committed, so a write cut short leaves an orphan, never a broken table."""
         file = f"{entry}/{version_name(run_id)}{EXTENSION}"
         path = self.base / file
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self._folder(path.parent)
         with path.open("wb") as f:
             pq.write_table(table, f)
         return file
@@ -157,7 +157,7 @@ class TableStore:
         self.pinned_base(pipeline)  # a pipeline that writes before it reads commits over what was current then
         marker = self.base / STAGING / pipeline / f"{entry}.json"
         replaced = json.loads(marker.read_text(encoding="utf-8"))["file"] if marker.exists() else None
-        marker.parent.mkdir(parents=True, exist_ok=True)
+        self._folder(marker.parent)
         record = {"file": file, "staged_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         marker.write_text(json.dumps(record) + "\n", encoding="utf-8")
         if replaced is not None and replaced != file:
@@ -215,7 +215,7 @@ class TableStore:
     def _put_current(self, text: str, etag: str | None) -> bool:
         """Replace current.json; False when, on S3, another commit replaced it since it was read (with `etag`)."""
         target = self.base / CURRENT
-        self.base.mkdir(parents=True, exist_ok=True)
+        self._folder(self.base)
         if self.base.protocol in _LOCAL:
             tmp = self.base / f".{CURRENT}.{uuid.uuid4().hex}.tmp"
             tmp.write_text(text, encoding="utf-8")
@@ -260,7 +260,7 @@ class TableStore:
 
     def _create(self, path: UPath, text: str) -> None:
         """Write `path` only if it does not exist yet: a reader sees nothing or the whole text of the first writer."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self._folder(path.parent)
         if self.base.protocol in _LOCAL:
             tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
             tmp.write_text(text, encoding="utf-8")
@@ -275,6 +275,12 @@ class TableStore:
                     path.write_text(text, encoding="utf-8")
         elif not path.exists():  # other object stores: one pipeline's runs come one after another
             path.write_text(text, encoding="utf-8")
+
+    def _folder(self, directory: UPath) -> None:
+        """Make `directory` where folders exist; an object store has none, and there a mkdir only creates the bucket,
+        which would hide a mistyped bucket name: a write into a missing bucket fails instead."""
+        if self.base.protocol in (*_LOCAL, "memory"):
+            directory.mkdir(parents=True, exist_ok=True)
 
     def _drop(self, directory: UPath) -> None:
         if directory.exists():

@@ -1,0 +1,35 @@
+"""Whether rag_eval.yaml is still the file the code location loaded. A loaded code location plans with the settings
+it read (its assets' code versions, partitions, what is stale), while every run it launches is a fresh process that
+reads the file as it is: after an edit, a schedule or sensor of the old location would plan the old configuration
+(and find nothing stale) while its runs executed the new one. So they refuse, saying how to reload, and each run
+they request carries the sha256 of the file it was planned from (CONFIG_TAG), which the run checks before its
+first step (RagEvalSettings): a run planned from another version of the file fails at once, saying so.
+
+No dagster here: the sensor, the schedule and the settings resource call it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+CONFIG_TAG = "rag_eval/config_sha256"
+CHANGED = "the configuration changed since the code location loaded it"
+RELOAD = ("reload the code location: the UI's Deployment > Reload (dagster dev too), or on the nightly host "
+          "`systemctl restart rag-eval-code-server`")
+
+
+def config_sha256(path: Path) -> str:
+    """The file's sha256 ('missing' when it is gone)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return "missing"
+
+
+def changed_since(path: Path, loaded_sha256: str) -> str | None:
+    """None while `path` is the file whose sha256 was `loaded_sha256`; else what to say and do."""
+    now = config_sha256(path)
+    if now == loaded_sha256:
+        return None
+    return f"{CHANGED} ({path}: {loaded_sha256[:12]} when loaded, {now[:12]} now): {RELOAD}"
