@@ -13,7 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag_eval_assets.judging.calibration import calibrated_mean, human_mean, judge_mean, mean_difference, within_scale
+from rag_eval_assets.judging.calibration import (
+    Difference,
+    calibrated_mean,
+    human_mean,
+    judge_mean,
+    mean_difference,
+    within_scale,
+)
 
 GRADE_PROBABILITIES = (0.05, 0.10, 0.15, 0.25, 0.25, 0.20)
 TRUE_MEAN = float(np.dot(range(6), GRADE_PROBABILITIES))  # 3.15
@@ -121,7 +128,7 @@ def equal_grades_coverage(repetitions: int, seed: int = 0) -> list[EqualGradesCo
     return rows
 
 
-def equal_grades_differences(n_graded: int, repetitions: int, seed: int = 0):
+def equal_grades_differences(n_graded: int, repetitions: int, seed: int = 0) -> tuple[Difference, Difference]:
     """The gate's calibrated difference between two runs of NEAR_CONSTANT_ANSWERS whose true grades are all 0 (every
     grade equal, in both runs), and of two runs where a candidate drops from all 1 to all 0."""
     rng = np.random.default_rng(seed)
