@@ -182,6 +182,8 @@ def test_a_skipped_answer_graded_later_is_no_longer_skipped_and_a_skip_is_not_ke
     assert "skipped 1" in statuses[5] and "(skipped)" not in statuses[5]  # graded: the mark is cleared
     assert (session.skipped, session.graded, session.saved) == ({0, 2}, 1, 2)
     assert len(load_grades(grades_path(evalset))) == 2  # a skip writes nothing
+    session.move(1 - session.index)  # s on a graded answer moves on and marks nothing
+    assert (session.skip(), session.index, session.skipped) == (None, 2, {0, 2})
     # The next session knows no skip: it opens on the first answer still to grade, the first one skipped.
     again = _session(first, evalset, answers)
     assert (again.index, again.skipped, again.graded) == (0, set(), 1)

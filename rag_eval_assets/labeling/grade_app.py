@@ -159,7 +159,9 @@ class GradeApp(App[None]):
             self._show_answer()
         else:
             self._refresh()
-        self._say(refused or f"answer {skipped + 1} skipped: nothing written, not counted as graded")
+        marked = f"answer {skipped + 1} skipped: nothing written, not counted as graded" \
+            if skipped in self.session.skipped else f"answer {skipped + 1} is graded: nothing to skip"
+        self._say(refused or marked)
 
     def action_quit_grading(self) -> None:
         self.exit()
