@@ -13,7 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag_eval_assets.judging.calibration import calibrated_mean, human_mean, judge_mean, mean_difference
+from rag_eval_assets.judging.calibration import (
+    Difference,
+    calibrated_mean,
+    human_mean,
+    judge_mean,
+    mean_difference,
+    within_scale,
+)
 
 GRADE_PROBABILITIES = (0.05, 0.10, 0.15, 0.25, 0.25, 0.20)
 TRUE_MEAN = float(np.dot(range(6), GRADE_PROBABILITIES))  # 3.15
@@ -80,3 +87,55 @@ def difference_rejections(baseline_judge: str, current_judge: str, better: bool,
     calibrated = mean_difference(calibrated_mean(cur_scores, cur_grades), calibrated_mean(base_scores, base_grades))
     naive = mean_difference(judge_mean(cur_scores), judge_mean(base_scores))
     return {"calibrated": float((calibrated.p_value < 0.05).mean()), "naive": float((naive.p_value < 0.05).mean())}
+
+
+# Runs after a bad change: nearly every answer's true grade is 0, a `share` of them 1, so that n grades are often all
+# equal; the judge scores each answer two points high (biased, but it ranks them).
+NEAR_CONSTANT_ANSWERS = 150
+NEAR_CONSTANT_GRADED = (10, 12, 20, 30)
+NEAR_CONSTANT_SHARES = (0.01, 0.03, 0.05, 0.1)
+
+
+@dataclass(frozen=True)
+class EqualGradesCoverage:
+    n_graded: int
+    share: float  # the true mean: the share of answers graded 1 rather than 0
+    all_equal: float  # share of runs whose n grades are all equal
+    calibrated: float  # coverage of the calibrated interval
+    human_only: float  # coverage of the grades' own interval
+    never_zero_width: bool  # no interval of any run has zero width
+
+
+def equal_grades_coverage(repetitions: int, seed: int = 0) -> list[EqualGradesCoverage]:
+    """Every NEAR_CONSTANT_GRADED x NEAR_CONSTANT_SHARES: how often the intervals (cut to the 0-5 scale, as shown)
+    cover the true mean, with how many runs graded all equal."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in NEAR_CONSTANT_GRADED:
+        for share in NEAR_CONSTANT_SHARES:
+            truth = (rng.random((repetitions, NEAR_CONSTANT_ANSWERS)) < share).astype(float)
+            grades = np.where(np.arange(NEAR_CONSTANT_ANSWERS) < n, truth, np.nan)
+            graded = truth[:, :n]
+            covered = {}
+            widths_positive = True
+            for method, estimate in (("calibrated", calibrated_mean(truth + 2, grades)),
+                                     ("human_only", human_mean(grades))):
+                cut = within_scale(estimate, 0, 5)
+                covered[method] = float(((cut.low <= share) & (share <= cut.high)).mean())
+                widths_positive &= bool((cut.high - cut.low > 0).all())
+            rows.append(EqualGradesCoverage(n, share, float((graded == graded[:, :1]).all(axis=1).mean()),
+                                            covered["calibrated"], covered["human_only"], widths_positive))
+    return rows
+
+
+def equal_grades_differences(n_graded: int, repetitions: int, seed: int = 0) -> tuple[Difference, Difference]:
+    """The gate's calibrated difference between two runs of NEAR_CONSTANT_ANSWERS whose true grades are all 0 (every
+    grade equal, in both runs), and of two runs where a candidate drops from all 1 to all 0."""
+    rng = np.random.default_rng(seed)
+    judge = rng.integers(0, 6, size=(repetitions, NEAR_CONSTANT_ANSWERS)).astype(float)
+    graded = np.arange(NEAR_CONSTANT_ANSWERS) < n_graded
+    zeros = np.where(graded, 0.0, np.nan) * np.ones_like(judge)
+    ones = np.where(graded, 1.0, np.nan) * np.ones_like(judge)
+    same = mean_difference(calibrated_mean(judge, zeros), calibrated_mean(judge[::-1], zeros))
+    drop = mean_difference(calibrated_mean(judge, zeros), calibrated_mean(judge[::-1], ones))
+    return same, drop

@@ -40,7 +40,10 @@ def test_compare_reads_the_grades_beside_the_evalset(tmp_path: Path, capsys) -> 
         0, "correctness", "calibrated", len(judged), len(judged))
     assert (cell["delta"], cell["p_value"], cell["result"]) == (0.0, 1.0, "no significant change")
     assert document["gate"]["calibrated"] is True and document["judges"][0]["trusted"] is True
-    assert f"bm25@3: correctness calibrated by the person's grades ({len(judged)} in the base run" in text
+    n = cell["n_answers_base"]
+    assert f"bm25@3: correctness calibrated by the person's grades: {cell['base']:.2f} -> {cell['cand']:.2f}, " \
+           f"+0.00 [{cell['ci_low']:+.2f}, {cell['ci_high']:+.2f}], n {len(judged)} grades of {n} answers in the " \
+           f"base run, {len(judged)} grades of {n} answers in the candidate" in text
     # A run against itself: the cell is identical in both runs, one line after the (empty) table, its note kept.
     markdown = (out / "comparison.md").read_text(encoding="utf-8")
     assert "_1 cell identical: bm25@3_\n\n- bm25@3: correctness calibrated by the person's grades" in markdown

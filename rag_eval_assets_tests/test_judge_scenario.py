@@ -75,12 +75,15 @@ def test_worse_answers_stay_worse_after_grading_whatever_the_judge_agrees(tmp_pa
     assert judge["n"] == 2 * GRADED and judge["trusted"] is False
     # The report says so as summary.md does (issue 29, point 6): the gate's note, the means in plain words, and
     # the candidate's calibrated interval cut to the 0-5 scale.
-    note = (f"bm25@3: correctness calibrated by the person's grades ({GRADED} in the base run, {GRADED} in the "
-            "candidate)")
+    note = (f"bm25@3: correctness calibrated by the person's grades: {cell['base']:.2f} -> {cell['cand']:.2f}, "
+            f"{cell['delta']:+.2f} [{cell['ci_low']:+.2f}, {cell['ci_high']:+.2f}], n {GRADED} grades of 14 answers in "
+            f"the base run, {GRADED} grades of 14 answers in the candidate")
     summary, page = ((regraded / name).read_text(encoding="utf-8") for name in ("summary.md", REPORT_FILE))
     assert f"- {note}" in summary and f'<ul id="gate-notes"><li>{html.escape(note)}</li></ul>' in page
     assert MEANS_EXPLAINED in summary and html.escape(MEANS_EXPLAINED) in page
-    assert f"| correctness | bm25 | 3 | 14 | 3.00 | [3.00, 3.00] | {GRADED} | 0.17 | [0.00, 0.41] |" in summary
+    # The judge gave all 14 answers 3: its interval is as wide as one disagreement would make it, not zero.
+    assert (f"| correctness | bm25 | 3 | 14 | 3.00 | [2.85, 3.15], n 14 answers | {GRADED} | 0.17 | [0.00, 0.41], "
+            f"n {GRADED} grades of 14 answers |") in summary
 
     code, compared, text = compare(config, base, cand, tmp_path / "cmp", capsys)
     assert code == 1 and compared["verdict"] == "worse" and compared["cells"][0]["estimate"] == "calibrated"

@@ -18,7 +18,16 @@ from rag_eval_assets.judging.calibration import (
     mean_difference,
     within_scale,
 )
-from rag_eval_assets_tests.judge_simulation import GRADED, JUDGES, coverage, difference_rejections
+from rag_eval_assets_tests.judge_simulation import (
+    GRADED,
+    JUDGES,
+    NEAR_CONSTANT_GRADED,
+    NEAR_CONSTANT_SHARES,
+    coverage,
+    difference_rejections,
+    equal_grades_coverage,
+    equal_grades_differences,
+)
 
 NAN = float("nan")
 
@@ -31,13 +40,14 @@ def test_a_calibrated_mean_worked_by_hand() -> None:
     #   lam = (1/2) / ((1 + 3/3) * 1.9) = 5/38.
     #   theta = lam * 4 + (11/3 - lam * 3) = 11/3 + 5/38 = 433/114.
     #   Var(Y - lam f) graded = Var(Y) - 2 lam Cov + lam^2 Var_graded(f) = 1/3 - 5/38 + 25/1444 = 949/4332.
-    #   lam was fitted to these three grades: their residual variance with ddof 2, (949/4332) * 2 / 1 = 949/2166.
-    #   se^2 = lam^2 * 1.9 / 3 + (949/2166) / 3 = 142.5/12996 + 1898/12996 = 2040.5/12996.
+    #   That is below the floor of three values one point apart, 1/3 (equal grades get no zero width), so 1/3.
+    #   lam was fitted to these three grades: their residual variance with ddof 2, (1/3) * 2 / 1 = 2/3.
+    #   se^2 = lam^2 * 1.9 / 3 + (2/3) / 3 = 142.5/12996 + 2888/12996 = 3030.5/12996.
     #   interval: theta -+ t(0.975, df 1) * se.
     judge = [2, 4, 3, 5, 2, 5]
     grades = [3, 4, 4, NAN, NAN, NAN]
     result = calibrated_mean(judge, grades, judge_from=3)
-    se = math.sqrt(2040.5 / 12996)
+    se = math.sqrt(3030.5 / 12996)
     half = stats.t.ppf(0.975, 1) * se
     assert result.lam == pytest.approx(5 / 38)
     assert result.estimate == pytest.approx(433 / 114)
@@ -206,3 +216,33 @@ def test_intervals_cut_to_the_scale_cover_as_often_and_never_leave_it() -> None:
         assert (cut.low >= 0).all() and (cut.high <= 5).all() and (cut.high - cut.low <= estimate.high - estimate.low
                                                                    + 1e-12).all()
     assert (calibrated_mean(np.full(truth.shape, 3.0), grades).low < 0).mean() > 0.5
+
+
+def test_equal_grades_give_an_interval_one_disagreement_wide_that_covers() -> None:
+    # n equal grades: the variance one grade a point off would give, 1/n (ddof 1), so se = 1/n, not 0.
+    for n in (2, 10, 12):
+        human = human_mean([0.0] * n + [NAN] * 5)
+        assert (human.estimate, human.se) == (0.0, pytest.approx(1 / n))
+        assert human.high == pytest.approx(stats.t.ppf(0.975, n - 1) / n)
+    # A sample that varies keeps its own variance: 0 0 1 has 1/3, the floor itself; 0 2 4 has 4.
+    assert human_mean([0.0, 0.0, 1.0]).se == pytest.approx(math.sqrt((1 / 3) / 3))
+    assert human_mean([0.0, 2.0, 4.0]).se == pytest.approx(math.sqrt(4 / 3))
+    # The simulation: nearly all true grades 0 (a share 1-10% graded 1), 10-30 grades a run, 4,000 runs a case.
+    # Before the floor the t interval covered 10-96% of the time here (all-equal grades: zero width).
+    alpha, repetitions = 0.05, 4000
+    mc_error = 3 * math.sqrt(alpha * (1 - alpha) / repetitions)
+    rows = equal_grades_coverage(repetitions, seed=0)
+    assert len(rows) == len(NEAR_CONSTANT_GRADED) * len(NEAR_CONSTANT_SHARES)
+    assert max(r.all_equal for r in rows) > 0.85  # the regime: most runs' grades all equal
+    for r in rows:
+        assert r.calibrated >= 1 - alpha - mc_error and r.human_only >= 1 - alpha - mc_error, r
+        assert r.never_zero_width, r
+
+
+def test_the_gate_difference_of_equal_grades_keeps_alpha_and_agrees_with_its_interval() -> None:
+    same, drop = equal_grades_differences(n_graded=12, repetitions=2000)
+    for d in (same, drop):
+        assert (np.asarray(d.se) > 0).all()
+        assert np.array_equal((d.low > 0) | (d.high < 0), d.p_value < 0.05)
+    assert (same.p_value < 0.05).mean() <= 0.05  # both runs all 0: no change found
+    assert (drop.p_value < 0.05).mean() == 1.0  # all 1 to all 0: found every time

@@ -108,9 +108,10 @@ def test_no_grades_file_says_how_to_grade_and_the_reports_state_too_few() -> Non
         ["groundedness", "3", "33%", "100%", "0.88", "1.00", "+0.00", "undecided: 3 graded answer(s), fewer than 10"],
     ]
     rows = estimate_rows(graded)  # 3 -+ 3.182 * 1.080 (the first test), cut to the scale; 3 grades flagged
-    assert rows[1][:7] == ["groundedness", "bm25", "3", "4", "3.00", "[0.00, 5.00]",
+    assert rows[1][:7] == ["groundedness", "bm25", "3", "4", "3.00", "[0.00, 5.00], n 4 answers",
                            "3 (< 10: not used by the gate)"]
-    assert rows[2][7:] == ["4.00", "—"]  # one grade: an estimate, no interval
+    assert rows[1][8].endswith(", n 3 grades of 4 answers")  # each interval with the n it rests on
+    assert rows[2][7:] == ["4.00", "—, n 1 grades of 3 answers"]  # one grade: an estimate, no interval
     text = judges_markdown(graded, "##")
     assert text.startswith("## Can the judge be trusted?")
     assert "### Agreement with itself (spot-check)\n\n| judge | re-judged | same score | mean abs. difference |" in text

@@ -41,11 +41,12 @@ CELLS = [("bm25", 3), ("bm25", 5), ("bm25_tuned", 3), ("bm25_tuned", 5)]
 
 @pytest.fixture(scope="module")
 def first(tmp_path_factory: pytest.TempPathFactory):
-    """Two retrievers x k 3 and 5, texts cut in results.jsonl as by default."""
+    """Two retrievers x k 3 and 5, texts cut in results.jsonl as by default; the extractive answerer answers the
+    unanswerable test_009 too (a threshold below its best overlap), so that its answer is judged and graded."""
     directory = tmp_path_factory.mktemp("first")
     evalset = sample_evalset(directory)
-    config, run_dir = judged_run(directory, TWO_RETRIEVERS + "k_values: [3, 5]\nanswering: {k_values: [3, 5]}\n",
-                                 evalset)
+    config, run_dir = judged_run(directory, TWO_RETRIEVERS + "k_values: [3, 5]\n"
+                                 "answering: {k_values: [3, 5], extractive_threshold: 0.01}\n", evalset)
     return config, run_dir, directory / "store" / "assets"
 
 
@@ -76,17 +77,20 @@ def _session(first, evalset: Path, answers: list[JudgedAnswer]) -> GradeSession:
                         first[1].name, questions)
 
 
-def _run(app: GradeApp, *keys: str) -> list[str]:
-    """Press `keys`; the grading panel's text after each."""
+def _run(app: GradeApp, *keys: str, statuses: list[str] | None = None) -> list[str]:
+    """Press `keys`; the grading panel's text after each (and the status line's into `statuses`)."""
     panels = []
+    statuses = [] if statuses is None else statuses
 
     async def drive() -> None:
         async with app.run_test(size=(120, 40)) as pilot:
             panels.append(str(app.query_one("#grading").render()))
+            statuses.append(str(app.query_one("#status").render()))
             for key in keys:
                 await pilot.press(key)
                 await pilot.pause()
                 panels.append(str(app.query_one("#grading").render()))
+                statuses.append(str(app.query_one("#status").render()))
 
     asyncio.run(drive())
     return panels
@@ -151,14 +155,61 @@ def test_a_grade_moves_on_only_while_advance_is_on_and_the_count_is_of_grades_wr
     session = _session(first, evalset, answers)
     app = GradeApp(session)
     # a: stay on the metric after a grade; grading groundedness twice rewrites one line; a again, then s skips.
-    panels = _run(app, "a", "2", "4", "a", "1", "s")
+    statuses = []
+    panels = _run(app, "a", "2", "4", "a", "1", "s", statuses=statuses)
     assert "▶ groundedness" in panels[2] and "your grade 2" in panels[2]
     assert "▶ groundedness" in panels[3] and "your grade 4" in panels[3]  # stayed, graded again
     assert "▶ correctness" in panels[5]  # advance is on again: moved on after grading groundedness 1
     assert session.index == 1 and session.grade_of("groundedness") is None  # s: the next answer, nothing graded
     lines = grades_path(evalset).read_text(encoding="utf-8").splitlines()
     assert session.saved == len(lines) == 1 and json.loads(lines[0])["grade"] == 1
-    assert "a           after a grade: select the next metric, or stay" in KEYS and "s skips this one" in KEYS
+    # The half-graded answer skipped: not graded, counted as skipped; back on it, the status line says so.
+    assert (session.skipped, session.graded) == ({0}, 0) and "graded 0   skipped 1" in statuses[6]
+    assert "(skipped)" not in statuses[6]
+    session.move(-1)
+    assert session.is_skipped
+    assert "a           after a grade: select the next metric, or stay" in KEYS
+    assert "s           skip this answer" in KEYS and "not counted as graded" in KEYS
+
+
+def test_a_skipped_answer_graded_later_is_no_longer_skipped_and_a_skip_is_not_kept(first, evalset: Path) -> None:
+    answers = stratified_sample(_answers(first), 3, seed=2)
+    session = _session(first, evalset, answers)
+    statuses = []
+    # Skip the first two, go back to the second and grade it fully; skip the third, the last.
+    _run(GradeApp(session), "s", "s", "p", "3", "4", "n", "s", statuses=statuses)
+    assert "1 / 3" not in statuses[2] and "(skipped)" in statuses[3] and "skipped 2" in statuses[3]
+    assert "skipped 1" in statuses[5] and "(skipped)" not in statuses[5]  # graded: the mark is cleared
+    assert (session.skipped, session.graded, session.saved) == ({0, 2}, 1, 2)
+    assert len(load_grades(grades_path(evalset))) == 2  # a skip writes nothing
+    session.move(1 - session.index)  # s on a graded answer moves on and marks nothing
+    assert (session.skip(), session.index, session.skipped) == (None, 2, {0, 2})
+    # The next session knows no skip: it opens on the first answer still to grade, the first one skipped.
+    again = _session(first, evalset, answers)
+    assert (again.index, again.skipped, again.graded) == (0, set(), 1)
+
+
+def test_an_unanswerable_question_draws_each_line_once(first, evalset: Path) -> None:
+    (unanswerable,) = [a for a in _answers(first) if a.query_id == "test_009" and a.cell == ("bm25", 3)]
+    session = _session(first, evalset, [unanswerable])
+    app = GradeApp(session)
+
+    async def drive() -> tuple[str, str]:
+        async with app.run_test(size=(120, 200)) as pilot:
+            await pilot.pause()
+            return _screen_text(app), str(app.query_one("#answer").render())
+
+    drawn, answer = asyncio.run(drive())
+    screen = [line.rstrip() for line in drawn.splitlines() if line.strip()]
+    assert "unanswerable: the corpus does not hold the answer" in "\n".join(screen)
+    assert any("What is the boiling point of liquid nitrogen" in line for line in screen)
+    # Every line of text on the screen once; contexts may repeat lines of their own (a table's rule), so the
+    # lines compared are those outside the context section and the answer that quotes it.
+    body = answer.split("\n\n")
+    assert [section.split("\n")[0] for section in body if section][:2] == ["question", "gold"]
+    shown = [line for line in screen if not line.lstrip("▶ ").startswith(("[", "|", "#"))]
+    repeated = sorted({line for line in shown if shown.count(line) > 1})
+    assert repeated == []
 
 
 def test_a_second_session_resumes_backs_up_first_and_a_failed_write_keeps_the_file(first, evalset: Path,
@@ -276,7 +327,8 @@ def test_a_grade_is_matched_in_every_cell_and_later_run_with_the_same_judge_inpu
             record["question"] = "Once the dome was closed for humidity, how long must humidity stay low to reopen it?"
     later_evalset = later_dir / "eval_set.jsonl"
     later_evalset.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines), encoding="utf-8")
-    _, later_run = judged_run(later_dir, "retrievers: [bm25]\nk_values: [3]\nanswering: {k_values: [3]}\n"
+    _, later_run = judged_run(later_dir, "retrievers: [bm25]\nk_values: [3]\n"
+                                         "answering: {k_values: [3], extractive_threshold: 0.01}\n"
                                          "report: {store_full_text: true}\n", later_evalset)
     _, later_answers, notes = read_judged_answers(later_run, None)
     assert notes == [f"judge inputs from {later_run / JUDGE_INPUTS_FILE} (kept with the run)"]
@@ -346,3 +398,9 @@ def test_grades_go_only_beside_the_configured_evalset(first, evalset: Path, caps
         f"error: --evalset {evalset} is not the configured evalset {configured} (evalset.path of {config}): its "
         f"grades would land where the pipeline never reads them; give --evalset {configured}\n")
     assert not grades_path(evalset).exists()
+
+
+def _screen_text(app: GradeApp) -> str:
+    """The screen as drawn, line by line: what a person sees, overlaps and all (Textual's compositor, as its own
+    snapshot tests read it)."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())

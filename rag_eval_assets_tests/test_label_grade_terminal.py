@@ -43,7 +43,7 @@ def test_grade_in_tmux_with_real_keystrokes(tmp_path: Path) -> None:
     finally:
         _tmux("kill-session", "-t", session)
     path = grades_path(evalset)
-    assert "EXIT=0" in screen and f"3 grade(s) written to {path}; 1 of 2 answer(s) fully graded" in \
+    assert "EXIT=0" in screen and f"3 grade(s) written to {path}; 1 of 2 answer(s) fully graded, 0 skipped" in \
         screen.replace("\n", "")
     first, second = stratified_sample(read_judged_answers(run_dir, TableStore(tmp_path / "store" / "assets").locate)[1],
                                       2, 5)

@@ -122,14 +122,18 @@ def test_a_calibrated_cell_records_its_estimates_and_the_text_says_so(tmp_path: 
     # expectation) and their difference near -1.
     assert raw.base > cell.base + 0.5 and cell.delta == pytest.approx(-1, abs=0.3)
     assert (cell.result, cell.estimate, cell.n_pairs) == (WORSE, CALIBRATED, N)
+    n = f"n 40 grades of {N} answers in the base run, 40 grades of {N} answers in the candidate"
     assert c.failures == [f"bm25@5: correctness (calibrated) delta {cell.delta:+.4f} "
-                          f"[{cell.ci_low:+.4f}, {cell.ci_high:+.4f}] is below min_delta 0.0 (p_adj < 0.001)"]
+                          f"[{cell.ci_low:+.4f}, {cell.ci_high:+.4f}] ({n}) is below min_delta 0.0 (p_adj < 0.001)"]
     text = format_comparison(c)
     assert "decided by bm25@5 correctness (calibrated)" in text.splitlines()[0]
-    assert "  * bm25@5: correctness calibrated by the person's grades (40 in the base run, 40 in the candidate)" in text
+    assert (f"  * bm25@5: correctness calibrated by the person's grades: {cell.base:.2f} -> {cell.cand:.2f}, "
+            f"{cell.delta:+.2f} [{cell.ci_low:+.2f}, {cell.ci_high:+.2f}], n 40 grades of {N} answers in the base "
+            f"run, 40 grades of {N} answers in the candidate") in text
     assert "| bm25@5 | correctness (calibrated) |" in comparison_markdown(c)
     record = c.as_json()["cells"][0]
     assert (record["estimate"], record["n_graded_base"], record["n_graded_cand"]) == (CALIBRATED, 40, 40)
+    assert (record["n_answers_base"], record["n_answers_cand"]) == (N, N)
 
 
 def test_too_few_grades_fall_back_to_the_paired_test_and_say_so(tmp_path: Path) -> None:

@@ -18,6 +18,13 @@ fitted to the same grades it rectifies, which makes the residual variance look s
 freedom is spent on it, and below JUDGE_FROM grades the fit is too loose to use at all (a pair of runs graded 12
 times each, the gate's false alarms went to 6-7% with informative judges: docs/metrics.md), so the estimate is the
 grades' own mean.
+Every sample variance is floored at STEP^2 / n, the variance of n grades on the judges' integer scale of which one
+differs from the others by one point: n equal grades (all 0 after a bad change, say) would otherwise give a zero
+width interval, a certainty that a handful of grades cannot give. Where the true share of other grades is small, all
+n equal is the likely draw, and the t interval of zero width misses the truth often (coverage 10-64% at a
+share of 1-5% with 10-20 grades); floored, the interval is as wide as one disagreement would make it and covers
+(docs/metrics.md, "Intervals of equal grades"). A sample that already varies has at least that variance, so the
+floor changes nothing else on whole-point grades.
 Every function takes one run as 1-D arrays (fields are floats) or a batch of runs as 2-D arrays, one run a row
 (fields are arrays over the rows), the simulation's case.
 """
@@ -32,6 +39,7 @@ from scipy import stats
 
 Value = float | np.ndarray
 JUDGE_FROM = 30  # the fewest grades from which the judge is weighed in (lam may exceed 0)
+STEP = 1.0  # the judges' scale moves in whole points: the smallest disagreement between two grades
 
 
 @dataclass(frozen=True)
@@ -158,11 +166,13 @@ def _estimate(mean: np.ndarray, se: np.ndarray, df: np.ndarray, alpha: float, on
 
 
 def _mean_var(values: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row, over the masked items: mean, sample variance (ddof 1; NaN for one item) and count."""
+    """Per row, over the masked items: mean, sample variance (ddof 1, floored at STEP^2 / count: module docstring;
+    NaN for one item) and count."""
     count = mask.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         mean = np.where(mask, values, 0.0).sum(axis=1) / count
         var = np.where(mask, (values - mean[:, None]) ** 2, 0.0).sum(axis=1) / (count - 1)
+        var = np.maximum(var, STEP**2 / count)
     return mean, np.where(count > 1, var, np.nan), count
 
 

@@ -18,7 +18,9 @@ KEYS = """\
             "after a grade: next metric" (the status line) the next metric still to grade is selected
 a           after a grade: select the next metric, or stay on this one (to grade again, say)
 tab, m      select the other metric
-n, enter    next answer; s skips this one (left ungraded, offered again next session)
+n, enter    next answer
+s           skip this answer: marked skipped on the status line, not counted as graded, nothing
+            written; grading it later clears the mark; the next session offers it again
 p           previous answer
 up / down   scroll the answer
 q           quit (every grade is already saved)
@@ -38,7 +40,8 @@ class GradeApp(App[None]):
     BINDINGS = [
         *(Binding(str(n), f"grade({n})", show=False) for n in range(10)),
         Binding("tab,m", "switch", "metric", priority=True),
-        Binding("n,enter,s", "move(1)", "next", priority=True),
+        Binding("n,enter", "move(1)", "next", priority=True),
+        Binding("s", "skip", "skip"),
         Binding("a", "advance", "after a grade"),
         Binding("p", "move(-1)", "previous"),
         Binding("q", "quit_grading", "quit"),
@@ -93,7 +96,8 @@ class GradeApp(App[None]):
     def _refresh(self) -> None:
         s = self.session
         answer = s.item.answer
-        status = (f" {s.index + 1} / {len(s.items)}   graded {s.graded}   {answer.query_id}   "
+        status = (f" {s.index + 1} / {len(s.items)}   graded {s.graded}   skipped {len(s.skipped)}   "
+                  f"{answer.query_id}{' (skipped)' if s.is_skipped else ''}   "
                   f"[{answer.retriever}, k={answer.k}]   grading {s.judge}   "
                   f"after a grade: {'next metric' if s.advance else 'stay'} (a)   ? keys")
         self.query_one("#status", Static).update(status)
@@ -147,6 +151,17 @@ class GradeApp(App[None]):
             self._show_answer()
         else:
             self._say("this is the last answer (q quits)" if step > 0 else "this is the first answer")
+
+    def action_skip(self) -> None:
+        skipped = self.session.index
+        refused = self.session.skip()
+        if self.session.index != skipped:
+            self._show_answer()
+        else:
+            self._refresh()
+        marked = f"answer {skipped + 1} skipped: nothing written, not counted as graded" \
+            if skipped in self.session.skipped else f"answer {skipped + 1} is graded: nothing to skip"
+        self._say(refused or marked)
 
     def action_quit_grading(self) -> None:
         self.exit()

@@ -71,5 +71,6 @@ def grade(settings: Settings, args: argparse.Namespace, stored: StoredTable | No
     GradeApp(session).run()
     if session.backup:
         print(f"backup: {session.backup}")
-    print(f"{session.saved} grade(s) written to {path}; {session.graded} of {len(items)} answer(s) fully graded")
+    print(f"{session.saved} grade(s) written to {path}; {session.graded} of {len(items)} answer(s) fully graded, "
+          f"{len(session.skipped)} skipped")
     return 0

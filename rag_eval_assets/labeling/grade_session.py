@@ -4,6 +4,10 @@ Plain Python like session.py: the grading App (grade_app.py) only renders this o
 grade is written at once (atomically, after a backup of the grades file on the session's first write), so a
 session that stops anyhow loses nothing; the next session over the same sample starts at its first answer with a
 metric still to grade.
+
+A skip (`skip`) is the session's only: it writes nothing, so the grades file, which the pipeline reads, holds grades
+alone, and the next session offers a skipped answer again like any answer still to grade (the sample is the same, and
+an answer passed over once may be gradable later, with the gold at hand).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ class GradeSession:
         self.backup: Path | None = None  # made before the session's first write, of a file graded before
         self.written: set[GradeKey] = set()  # the grades this session wrote (a grade given again counts once)
         self.advance = True  # after a grade, select the next metric still to grade (else stay on this one)
+        self.skipped: set[int] = set()  # indexes of the answers skipped in this session and not graded since
         todo = [n for n, item in enumerate(self.items) if self._ungraded(item)]
         self.index = todo[0] if todo else 0
         self.judge = self._first_ungraded_judge()
@@ -62,8 +67,12 @@ class GradeSession:
 
     @property
     def graded(self) -> int:
-        """Answers of the session with every metric graded."""
+        """Answers of the session with every metric graded (a skipped answer never is)."""
         return sum(not self._ungraded(item) for item in self.items)
+
+    @property
+    def is_skipped(self) -> bool:
+        return self.index in self.skipped
 
     # What the keys do.
 
@@ -87,6 +96,7 @@ class GradeSession:
         save_grades(self.path, grades.values())
         self.grades = grades
         self.written.add(grade.key)
+        self.skipped.discard(self.index)
         if self.advance:
             self.judge = self._first_ungraded_judge(after=self.judge)
         return None
@@ -103,6 +113,14 @@ class GradeSession:
         self.index = target
         self.judge = self._first_ungraded_judge()
         return True
+
+    def skip(self) -> str | None:
+        """Mark the answer skipped, unless every metric of it is graded, and go to the next one; a message when it
+        is graded (nothing to skip) or the last answer."""
+        if not self._ungraded(self.item):
+            return None if self.move(1) else "this answer is graded, and the last one (q quits)"
+        self.skipped.add(self.index)
+        return None if self.move(1) else "skipped; this is the last answer (q quits)"
 
     def _ungraded(self, item: GradeItem) -> bool:
         return any(self.grades.get(GradeKey(item.answer.query_id, judge, item.answer.judgments[judge].sha256)) is None

@@ -23,7 +23,7 @@ from rag_eval_assets.verdict.compare import (
     metric_label,
 )
 from rag_eval_assets.verdict.evidence import QuestionChange, evidence_record
-from rag_eval_assets.verdict.text import interval_text, p_text, signed
+from rag_eval_assets.verdict.text import graded_n, interval_text, p_text, signed
 
 
 def verdict_line(c: Comparison) -> str:
@@ -46,8 +46,10 @@ def recorded_verdict(comparison: dict[str, Any]) -> str:
 
 
 def _cell_summary(c: GateCell) -> str:
+    n = "" if c.estimate != CALIBRATED else \
+        f", {graded_n(c.n_graded_base, c.n_answers_base, c.n_graded_cand, c.n_answers_cand)}"
     return (f"{c.retriever}@{c.k} {metric_label(c)} {c.base:.3f} -> {c.cand:.3f} ({signed(c.delta, 3)} "
-            f"{interval_text(c.ci_low, c.ci_high, 3)}, p_adj {p_text(c.p_adjusted)})")
+            f"{interval_text(c.ci_low, c.ci_high, 3)}{n}, p_adj {p_text(c.p_adjusted)})")
 
 
 def _value(value: Any) -> str:
@@ -129,8 +131,11 @@ def gate_notes(cells: Sequence[dict[str, Any]]) -> list[str]:
     notes = []
     for g in cells:
         if g.get("estimate") == CALIBRATED:
-            notes.append(f"{g['retriever']}@{g['k']}: {g['metric']} calibrated by the person's grades "
-                         f"({g['n_graded_base']} in the base run, {g['n_graded_cand']} in the candidate)")
+            notes.append(f"{g['retriever']}@{g['k']}: {g['metric']} calibrated by the person's grades: "
+                         f"{g['base']:.2f} -> {g['cand']:.2f}, {signed(g['delta'], 2)} "
+                         f"{interval_text(g['ci_low'], g['ci_high'], 2)}, "
+                         + graded_n(g["n_graded_base"], g.get("n_answers_base"), g["n_graded_cand"],
+                                    g.get("n_answers_cand")))
         notes += g.get("notes") or []
     return notes
 

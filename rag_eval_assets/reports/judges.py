@@ -67,10 +67,12 @@ def estimate_rows(section: Mapping[str, Any]) -> list[list[str]]:
             # Fewer grades than min_grades say little, as they do for the agreement: flagged, and left out by the gate.
             few = f" (< {section['min_grades']}: not used by the gate)" \
                 if 0 < c["graded"] < section["min_grades"] else ""
+            # Each interval with the n it rests on beside it: a reader copying one figure takes its n along.
             rows.append([judge, c["retriever"], str(c["k"]), str(c["answers"]), _number(c["judge_mean"]),
-                         _interval(c["judge_low"], c["judge_high"]), f"{c['graded']}{few}",
-                         _number(c["calibrated"]) if calibrated else "—",
-                         _interval(c["calibrated_low"], c["calibrated_high"]) if calibrated else "—"])
+                         f"{_interval(c['judge_low'], c['judge_high'])}, n {c['answers']} answers",
+                         f"{c['graded']}{few}", _number(c["calibrated"]) if calibrated else "—",
+                         f"{_interval(c['calibrated_low'], c['calibrated_high'])}, n {c['graded']} grades of "
+                         f"{c['answers']} answers" if calibrated else "—"])
     return rows
 
 

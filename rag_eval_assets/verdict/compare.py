@@ -37,7 +37,7 @@ from rag_eval_assets.verdict.judged import (
 )
 from rag_eval_assets.verdict.paired import paired_tests
 from rag_eval_assets.verdict.settings import GateSettings
-from rag_eval_assets.verdict.text import interval_text, p_text, signed
+from rag_eval_assets.verdict.text import graded_n, interval_text, p_text, signed
 
 # (name, dotted key in config.json): runs that differ in one of these measure different things.
 DATASET_INVARIANTS = (
@@ -88,8 +88,10 @@ class GateCell:
     result: str  # better | worse | no significant change | undefined
     reasons: tuple[str, ...] = ()  # why the cell failed, or why it is undefined
     estimate: str = PAIRED  # calibrated: base, cand, delta, interval and p are of the calibrated means
-    n_graded_base: int | None = None  # the grades each calibrated mean rests on
+    n_graded_base: int | None = None  # the grades each calibrated mean rests on, of its run's judged answers
     n_graded_cand: int | None = None
+    n_answers_base: int | None = None
+    n_answers_cand: int | None = None
     skipped: tuple[SkippedMetric, ...] = ()
     notes: tuple[str, ...] = ()  # for the reader: a metric passed over, a calibrated estimate not made
     drops: int = 0  # questions whose gate metric fell, flipped or not
@@ -324,7 +326,7 @@ def _judge_cell(
             retriever, k, metric, base=change.base.estimate, cand=change.cand.estimate, delta=change.delta,
             ci_low=change.ci_low, ci_high=change.ci_high, n_pairs=test.n, p_value=change.p_value,
             estimate=CALIBRATED, n_graded_base=change.base.n_graded, n_graded_cand=change.cand.n_graded,
-            notes=tuple(notes), **counts)
+            n_answers_base=change.base.n_answers, n_answers_cand=change.cand.n_answers, notes=tuple(notes), **counts)
         return cell, None, changes, warnings
     cell = _cell(
         retriever, k, metric,
@@ -357,7 +359,7 @@ def _decide(cells: list[GateCell], diffs: list[pd.Series | None], gate: GateSett
         reasons = []
         if cell.delta < gate.min_delta - EPSILON and counts:
             reasons.append(f"{name}: {metric_label(cell)} delta {signed(cell.delta)} "
-                           f"{interval_text(cell.ci_low, cell.ci_high)} "
+                           f"{interval_text(cell.ci_low, cell.ci_high)}{_calibrated_n(cell)} "
                            f"is below min_delta {gate.min_delta} (p_adj {p_text(p_adj)})")
         if gate.max_regressions is not None and cell.regressions > gate.max_regressions and counts:
             reasons.append(f"{name}: {cell.regressions} regressions exceed max_regressions {gate.max_regressions}")
@@ -369,6 +371,11 @@ def _decide(cells: list[GateCell], diffs: list[pd.Series | None], gate: GateSett
 def metric_label(cell: GateCell) -> str:
     """The cell's metric, marked when its change is of the calibrated means."""
     return f"{cell.metric} (calibrated)" if cell.estimate == CALIBRATED else str(cell.metric)
+
+
+def _calibrated_n(cell: GateCell) -> str:
+    return "" if cell.estimate != CALIBRATED else \
+        f" ({graded_n(cell.n_graded_base, cell.n_answers_base, cell.n_graded_cand, cell.n_answers_cand)})"
 
 
 def _invariants(base: Run, cand: Run) -> tuple[list[str], list[str]]:

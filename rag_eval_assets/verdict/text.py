@@ -23,3 +23,11 @@ def interval_text(low: float | None, high: float | None, digits: int = 4, *, tes
     def bound(value: float | None, infinite: str) -> str:
         return infinite if value is None or math.isinf(value) else signed(value, digits)
     return f"[{bound(low, '-inf')}, {bound(high, '+inf')}]"
+
+
+def graded_n(graded_base: int, answers_base: int | None, graded_cand: int, answers_cand: int | None) -> str:
+    """The n a calibrated difference rests on, to write beside its interval: "n 12 grades of 14 answers in the base
+    run, 12 grades of 14 answers in the candidate" (records written before the answers were counted: grades only)."""
+    def of(graded: int, answers: int | None) -> str:
+        return f"{graded} grades" + ("" if answers is None else f" of {answers} answers")
+    return f"n {of(graded_base, answers_base)} in the base run, {of(graded_cand, answers_cand)} in the candidate"
