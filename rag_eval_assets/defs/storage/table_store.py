@@ -231,7 +231,7 @@ class TableStore:
         now = now or datetime.now(timezone.utc)
         staging = self.base / STAGING
         abandoned, pinned = [], set()
-        for pipeline_dir in staging.iterdir() if staging.exists() else []:
+        for pipeline_dir in _children(staging):
             markers = _markers(pipeline_dir)
             base = _read_or_none(pipeline_dir / BASE)
             times = [datetime.fromisoformat(m["staged_at"]) for m in markers]
@@ -311,10 +311,23 @@ def _markers(pipeline_dir: UPath) -> list[dict]:
     """A pipeline's staging markers; on S3, where garbage collection holds no lock, those the pipeline drops while
     they are read (it committed them: they are in current.json) are left out."""
     found = []
-    for marker in pipeline_dir.rglob("*.json"):
+    try:
+        markers = list(pipeline_dir.rglob("*.json"))
+    except (FileNotFoundError, NotADirectoryError):  # the pipeline committed its last staged table and its folder went with it
+        return []
+    for marker in markers:
         with contextlib.suppress(FileNotFoundError):
             found.append(json.loads(marker.read_text(encoding="utf-8")))
     return found
+
+
+def _children(folder: UPath) -> list[UPath]:
+    """The folder's entries, none when it is gone: on S3 a folder is only its objects' common prefix, and another
+    pipeline may drop the last of them between a look and the listing."""
+    try:
+        return list(folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):  # S3's listing and universal_pathlib's own check say so
+        return []
 
 
 def _read_or_none(path: UPath) -> dict | None:
