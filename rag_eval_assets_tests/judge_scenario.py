@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag_eval_assets.labeling.grades import Grade, grades_path, load_grades, save_grades
+from rag_eval_assets.judging.grades import Grade, grades_path, load_grades, save_grades
 from rag_eval_assets.runs.store import read_run
 from rag_eval_assets_tests.llm_fault_server import Reply, schema_reply
 from rag_eval_assets_tests.sample_config import write_sample_config
