@@ -27,7 +27,9 @@ import pandas as pd
 
 from rag_eval_assets.metrics.aggregate import aggregate_metrics
 from rag_eval_assets.reports.comparison import comparison_markdown
-from rag_eval_assets.runs.store import metrics_document, read_run, run_config, save_run
+from rag_eval_assets.runs.contents import metrics_document, run_config
+from rag_eval_assets.runs.save import save_run
+from rag_eval_assets.runs.store import read_run
 from rag_eval_assets.runs.versions import VersionTuple
 from rag_eval_assets.verdict import compare
 from rag_eval_assets.verdict.compare import compare_runs

@@ -24,7 +24,8 @@ from typing import Any
 import httpx
 
 from rag_eval_assets.http_retry import HttpCallError, RetryPolicy, send_with_retries
-from rag_eval_assets.runs.store import TIMESTAMP_FORMAT, run_eval_set_version
+from rag_eval_assets.runs.listing import run_eval_set_version
+from rag_eval_assets.runs.store import TIMESTAMP_FORMAT
 from rag_eval_assets.settings import AlertSettings
 from rag_eval_assets.verdict.text import interval_text, p_text, signed
 

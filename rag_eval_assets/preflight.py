@@ -1,6 +1,6 @@
 """Everything that can be checked before a table is written, checked first: the credentials the configuration names
 by environment variable (set, and readable as the clients read them), the evalset (parsed, validated, not edited
-under a name it was frozen as), the person's grades beside it (every line, labeling/grades.py), the corpus
+under a name it was frozen as), the person's grades beside it (every line, judging/grades.py), the corpus
 (loaded), the chunking and the gold labels (resolved against those chunks). The configuration was checked when the
 caller loaded its Settings. A problem raises InputError naming the file, line and field (for a credential: the
 setting's dotted key and the variable, never its value).
@@ -25,7 +25,7 @@ from rag_eval_assets.evalset.freeze import eval_set_version, evalset_sha256
 from rag_eval_assets.evalset.frozen_store import registered_sha256
 from rag_eval_assets.evalset.load import load_evalset
 from rag_eval_assets.evalset.schema import Question
-from rag_eval_assets.labeling.grades import grades_path, load_grades
+from rag_eval_assets.judging.grades import grades_path, load_grades
 from rag_eval_assets.llm.settings import ROLES
 from rag_eval_assets.retrieval.registry import kind_of, own_answer_variants
 from rag_eval_assets.settings import Settings

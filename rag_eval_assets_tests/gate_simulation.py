@@ -19,10 +19,10 @@ import numpy as np
 
 from rag_eval_assets.generation.prompts import JUDGE_PROMPTS
 from rag_eval_assets.judging.calibration import calibrated_mean, mean_difference
-from rag_eval_assets.labeling.grades import Grade
+from rag_eval_assets.judging.grades import Grade
+from rag_eval_assets.judging.grading import Grading
 from rag_eval_assets.runs.store import Run
 from rag_eval_assets.verdict.compare import BETTER, NO_CHANGE, WORSE, compare_runs
-from rag_eval_assets.verdict.judged import Grading
 from rag_eval_assets.verdict.settings import GateSettings
 
 VERSION = next(iter(JUDGE_PROMPTS))

@@ -1,6 +1,6 @@
 """A team's judged runs end to end (issue 29): the sample data answered and judged by a scripted OpenAI-compatible
 server on loopback whose answers' true quality and whose judge's bias the test sets, run with `rag-eval run`, and
-graded as a person would grade them. Used by test_judge_scenario.py and, printing what it runs, by the README's
+graded as a person would grade them. Used by test_judge_scenario.py and, printing what it runs, by docs/judges.md's
 "Can I trust the judge?".
 
 The answerer writes "Quality Q." at the head of each answer; Q is the grade a careful person gives it (good answers
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag_eval_assets.labeling.grades import Grade, grades_path, load_grades, save_grades
+from rag_eval_assets.judging.grades import Grade, grades_path, load_grades, save_grades
 from rag_eval_assets.runs.store import read_run
 from rag_eval_assets_tests.llm_fault_server import Reply, schema_reply
 from rag_eval_assets_tests.sample_config import write_sample_config

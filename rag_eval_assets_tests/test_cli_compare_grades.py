@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rag_eval_assets.cli import main
 from rag_eval_assets.judging.agreement import agreement
-from rag_eval_assets.labeling.grades import Grade, grades_path, save_grades
+from rag_eval_assets.judging.grades import Grade, grades_path, save_grades
 from rag_eval_assets.runs.store import read_run
 from rag_eval_assets_tests.judged_runs import judged_run, sample_evalset
 

@@ -15,7 +15,7 @@ import yaml
 
 from rag_eval_assets.cli import build_parser
 from rag_eval_assets.defs.run_log import LOG_FILE
-from rag_eval_assets.runs.store import list_runs
+from rag_eval_assets.runs.listing import list_runs
 from rag_eval_assets_tests.sample_config import REPO, SAMPLE_EVALSET, write_sample_config
 from rag_eval_assets_tests.synthetic_beir import write_collection
 from rag_eval_assets_tests.waiting import run_to_end

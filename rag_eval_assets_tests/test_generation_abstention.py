@@ -9,13 +9,9 @@ import pytest
 
 from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.evalset.tables import questions_to_frame
-from rag_eval_assets.generation.abstention import (
-    ABSTENTION_METRICS,
-    abstention_per_query,
-    attribution_hit,
-    infer_abstention,
-)
+from rag_eval_assets.generation.abstention import infer_abstention
 from rag_eval_assets.generation.answers import Answer, answers_frame, error_answer
+from rag_eval_assets.metrics.abstention import ABSTENTION_METRICS, abstention_per_query, attribution_hit
 
 
 @pytest.mark.parametrize(

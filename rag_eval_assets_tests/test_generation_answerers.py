@@ -10,13 +10,13 @@ import pandas as pd
 
 from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.evalset.tables import questions_to_frame
-from rag_eval_assets.generation.abstention import abstention_per_query, attribution_hit
 from rag_eval_assets.generation.answerers import HttpAnswerer, LLMAnswerer
 from rag_eval_assets.generation.answers import answer_questions
 from rag_eval_assets.generation.citations import Context
 from rag_eval_assets.generation.prompts import ANSWER_PROMPT, ANSWER_SCHEMA
 from rag_eval_assets.http_retry import RetryPolicy
 from rag_eval_assets.llm import LLMClient, LLMSettings
+from rag_eval_assets.metrics.abstention import abstention_per_query, attribution_hit
 from rag_eval_assets.retrieval.kinds import KINDS
 from rag_eval_assets.retrieval.kinds.http import HttpSettings
 from rag_eval_assets.retrieval.registry import Variant

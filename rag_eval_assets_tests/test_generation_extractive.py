@@ -8,6 +8,7 @@ import math
 import pandas as pd
 import pytest
 
+from rag_eval_assets.configured_run import answerer_part
 from rag_eval_assets.defs.answers.build import answerer_for
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.evalset.schema import Question
@@ -15,7 +16,6 @@ from rag_eval_assets.evalset.tables import questions_to_frame
 from rag_eval_assets.generation.answers import ANSWER_COLUMNS, answer_questions
 from rag_eval_assets.generation.citations import Context, contexts_from_json
 from rag_eval_assets.generation.extractive import ExtractiveAnswerer, split_sentences
-from rag_eval_assets.runs.versions import answerer_part
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.sample_config import write_sample_config
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from rag_eval_assets.cli import main
-from rag_eval_assets.labeling.grades import grades_path
+from rag_eval_assets.judging.grades import grades_path
 from rag_eval_assets_tests.judged_runs import sample_evalset
 from rag_eval_assets_tests.sample_config import write_sample_config
 

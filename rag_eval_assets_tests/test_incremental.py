@@ -18,14 +18,14 @@ from dagster_graphql.test.utils import define_out_of_process_context, execute_da
 
 import rag_eval_assets.definitions
 from rag_eval_assets.cli import main
+from rag_eval_assets.configured_run import run_versions
 from rag_eval_assets.corpus.load import corpus_sha256
+from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.defs.fingerprints import FINGERPRINTS
 from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, GRID_JOB, INPUTS_JOB, METRICS_JOB, pipeline_stages
 from rag_eval_assets.defs.staleness import Planner
-from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.evalset.freeze import evalset_sha256
-from rag_eval_assets.runs.store import list_runs
-from rag_eval_assets.runs.versions import run_versions
+from rag_eval_assets.runs.listing import list_runs
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.sample_config import SAMPLE, SAMPLE_EVALSET
 from rag_eval_assets_tests.stored_tables import newest_pipeline, stored_table

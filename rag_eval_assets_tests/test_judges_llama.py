@@ -13,12 +13,13 @@ import pytest
 from rag_eval_assets.cli import main
 from rag_eval_assets.defs.storage.table_store import TableStore
 from rag_eval_assets.evalset.load import load_evalset
+from rag_eval_assets.judging.grades import grades_path, load_grades
 from rag_eval_assets.labeling.grade_app import GradeApp
 from rag_eval_assets.labeling.grade_session import GradeItem, GradeSession
-from rag_eval_assets.labeling.grades import grades_path, load_grades
 from rag_eval_assets.labeling.judged_run import read_judged_answers, stratified_sample
 from rag_eval_assets.reports.html import REPORT_FILE
-from rag_eval_assets.runs.store import list_runs, read_run
+from rag_eval_assets.runs.listing import list_runs
+from rag_eval_assets.runs.store import read_run
 from rag_eval_assets_tests.llama_server import SMOLLM2_ALIAS, running_smollm2
 from rag_eval_assets_tests.sample_config import SAMPLE_EVALSET, write_sample_config
 

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from rag_eval_assets.judging.grades import Grade
 from rag_eval_assets.judging.summary import NO_GRADES, NO_SPOT_CHECK, judges_summary
-from rag_eval_assets.labeling.grades import Grade
 from rag_eval_assets.reports.judges import agreement_rows, estimate_rows, judge_notes, judges_markdown
-from rag_eval_assets.runs.store import JUDGMENT_FRAME_COLUMNS, jsonable
+from rag_eval_assets.runs.contents import JUDGMENT_FRAME_COLUMNS, jsonable
 
 A1, A2, A3, A4, B2, B3, C1 = (c * 64 for c in "1234567")
 # (query_id, retriever, k, judge, score, replicate, judge_input_sha256)

@@ -15,12 +15,11 @@ from rag_eval_assets.cli import main
 from rag_eval_assets.defs.storage.table_store import TableStore
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.evalset.load import load_evalset
+from rag_eval_assets.generation.judges import judge_input_sha256
+from rag_eval_assets.judging.graded import GRADED_COLUMNS, with_grades
+from rag_eval_assets.judging.grades import grades_path, load_grades
 from rag_eval_assets.labeling.grade_app import HIDDEN, KEYS, GradeApp
 from rag_eval_assets.labeling.grade_session import GradeItem, GradeSession
-from rag_eval_assets.generation.judges import judge_input_sha256
-from rag_eval_assets.runs.store import judged_table_frame
-from rag_eval_assets.judging.graded import GRADED_COLUMNS, with_grades
-from rag_eval_assets.labeling.grades import grades_path, load_grades
 from rag_eval_assets.labeling.judged_run import (
     JudgedAnswer,
     disagreements,
@@ -29,6 +28,7 @@ from rag_eval_assets.labeling.judged_run import (
     stratified_sample,
 )
 from rag_eval_assets.reports.run_directory import write_run
+from rag_eval_assets.runs.contents import judged_table_frame
 from rag_eval_assets.runs.judge_inputs import JUDGE_INPUTS_FILE
 from rag_eval_assets.runs.store import read_run
 from rag_eval_assets.settings import load_settings

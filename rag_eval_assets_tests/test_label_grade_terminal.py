@@ -13,7 +13,7 @@ import pandas as pd
 
 from rag_eval_assets.defs.storage.table_store import TableStore
 from rag_eval_assets.generation.judges import judge_input_sha256
-from rag_eval_assets.labeling.grades import grades_path
+from rag_eval_assets.judging.grades import grades_path
 from rag_eval_assets.labeling.judged_run import read_judged_answers, stratified_sample
 from rag_eval_assets_tests.judged_runs import TWO_RETRIEVERS, judged_run, sample_evalset
 from rag_eval_assets_tests.real_components import unavailable

@@ -14,7 +14,7 @@ import pytest
 from rag_eval_assets.cli import main
 from rag_eval_assets.generation.prompts import GROUNDEDNESS_SCHEMA
 from rag_eval_assets.runs.baseline import NEWEST_GOOD, choose_baseline
-from rag_eval_assets.runs.store import list_runs
+from rag_eval_assets.runs.listing import list_runs
 from rag_eval_assets_tests.llm_fault_server import Reply, Status, llm_fault_server, schema_reply
 from rag_eval_assets_tests.sample_config import write_sample_config
 from rag_eval_assets_tests.webhook_receiver import webhook_receiver

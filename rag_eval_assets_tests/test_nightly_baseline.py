@@ -12,11 +12,13 @@ import dagster as dg
 import pytest
 
 from rag_eval_assets.cli import main
-from rag_eval_assets.defs.automation import NIGHT_TAG
 from rag_eval_assets.definitions import build_defs
+from rag_eval_assets.defs.automation import NIGHT_TAG
 from rag_eval_assets.runs.baseline import NEWEST_GOOD
+from rag_eval_assets.runs.listing import list_runs
+from rag_eval_assets.runs.save import RUN_DIR_MODE
 from rag_eval_assets.runs.status import RunStatus, read_status
-from rag_eval_assets.runs.store import COMPARISON_JSON, RUN_DIR_MODE, list_runs
+from rag_eval_assets.runs.store import COMPARISON_JSON
 from rag_eval_assets_tests.synthetic_beir import write_collection
 from rag_eval_assets_tests.webhook_receiver import webhook_receiver
 

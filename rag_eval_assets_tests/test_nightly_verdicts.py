@@ -28,7 +28,7 @@ from rag_eval_assets.defs.automation import NIGHT_TAG
 from rag_eval_assets.defs.jobs import INPUTS_JOB, METRICS_JOB
 from rag_eval_assets.defs.loaded_config import CHANGED, RELOAD
 from rag_eval_assets.defs.storage.table_store import TableStore
-from rag_eval_assets.runs.store import list_runs
+from rag_eval_assets.runs.listing import list_runs
 from rag_eval_assets_tests.dagster_server import BIN, REPO, dagster_env, graphql, running_server, wait_for_asset_keys
 from rag_eval_assets_tests.nightly_host import night_runs
 from rag_eval_assets_tests.synthetic_beir import write_collection

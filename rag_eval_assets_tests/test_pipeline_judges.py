@@ -12,15 +12,16 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from rag_eval_assets.defs.jobs import run_pipeline
 from rag_eval_assets.definitions import build_defs
+from rag_eval_assets.defs.jobs import run_pipeline
 from rag_eval_assets.generation.settings import spot_check
 from rag_eval_assets.judging.agreement import agreement
 from rag_eval_assets.judging.calibration import calibrated_mean, within_scale
-from rag_eval_assets.labeling.grades import Grade, grades_path, save_grades
+from rag_eval_assets.judging.grades import Grade, grades_path, save_grades
 from rag_eval_assets.reports.html import REPORT_FILE
 from rag_eval_assets.reports.judges import MEANS_EXPLAINED
-from rag_eval_assets.runs.store import list_runs, read_run
+from rag_eval_assets.runs.listing import list_runs
+from rag_eval_assets.runs.store import read_run
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.judged_runs import sample_evalset, scripted_judge
 from rag_eval_assets_tests.llm_fault_server import llm_fault_server

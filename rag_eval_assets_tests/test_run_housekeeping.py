@@ -8,7 +8,8 @@ from pathlib import Path
 
 from rag_eval_assets.alerts import ALERT_FILE, alert_on_verdict
 from rag_eval_assets.runs.baseline import PINNED, accept, apply_retention, baseline_of_run
-from rag_eval_assets.runs.store import list_runs, read_run
+from rag_eval_assets.runs.listing import list_runs
+from rag_eval_assets.runs.store import read_run
 from rag_eval_assets.settings import AlertSettings
 from rag_eval_assets_tests.test_comparison_table import _compared
 from rag_eval_assets_tests.test_runs_baseline import EVALSET, _run

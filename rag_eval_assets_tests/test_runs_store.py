@@ -16,24 +16,16 @@ from rag_eval_assets.corpus.model import CHUNK_COLUMNS
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.evalset.tables import questions_for_metrics, questions_to_frame
+from rag_eval_assets.generation.judges import judge_input_sha256
 from rag_eval_assets.metrics.aggregate import aggregate_metrics
 from rag_eval_assets.metrics.retrieval import retrieval_metrics
-from rag_eval_assets.runs.store import (
-    CONFIG_FILE,
-    METRICS_FILE,
-    RESULTS_FILE,
-    SUMMARY_FILE,
-    latest_run,
-    metrics_document,
-    read_run,
-    results_rows,
-    run_config,
-    save_run,
-)
-from rag_eval_assets.runs.versions import VersionTuple
 from rag_eval_assets.reports.run_directory import write_run
+from rag_eval_assets.runs.contents import metrics_document, results_rows, run_config
 from rag_eval_assets.runs.judge_inputs import JUDGE_INPUTS_FILE, read_judge_inputs
-from rag_eval_assets.generation.judges import judge_input_sha256
+from rag_eval_assets.runs.listing import latest_run
+from rag_eval_assets.runs.save import save_run
+from rag_eval_assets.runs.store import CONFIG_FILE, METRICS_FILE, RESULTS_FILE, SUMMARY_FILE, read_run
+from rag_eval_assets.runs.versions import VersionTuple
 
 NOW = datetime(2025, 12, 18, 6, 36, 17, tzinfo=timezone.utc)
 TYPES = ("definition", "fact", "negative")

@@ -14,11 +14,12 @@ import pytest
 from rag_eval_assets.metrics.aggregate import aggregate_metrics
 from rag_eval_assets.reports.comparison import comparison_markdown, format_comparison
 from rag_eval_assets.reports.run_directory import write_run
-from rag_eval_assets.runs.store import Run, metrics_document, read_run, run_config
+from rag_eval_assets.runs.contents import metrics_document, run_config
+from rag_eval_assets.runs.store import Run, read_run
+from rag_eval_assets.runs.versions import VersionTuple
 from rag_eval_assets.verdict.compare import BETTER, INCOMPATIBLE, NO_CHANGE, UNDEFINED, WORSE, compare_runs
 from rag_eval_assets.verdict.corrections import adjust_p_values
 from rag_eval_assets.verdict.settings import GateSettings
-from rag_eval_assets.runs.versions import VersionTuple
 
 N = 60
 IDS = [f"q{i:03d}" for i in range(N)]
@@ -204,10 +205,10 @@ def test_the_auto_gate_metric_is_one_that_means_something_for_the_cell(tmp_path:
 
 
 def test_an_answer_metric_cell_shows_both_answers_with_their_judge_scores_and_grades(tmp_path: Path) -> None:
-    from rag_eval_assets.labeling.grades import Grade, GradeKey
+    from rag_eval_assets.judging.grades import Grade, GradeKey
+    from rag_eval_assets.judging.grading import Grading
     from rag_eval_assets.reports.evidence import evidence_text
     from rag_eval_assets.verdict.evidence import evidence_record
-    from rag_eval_assets.verdict.judged import Grading
 
     def answered(role: str, scores: list[float]) -> Callable[[dict], dict]:
         def add(row: dict) -> dict:

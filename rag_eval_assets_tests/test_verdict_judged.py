@@ -13,12 +13,12 @@ import pytest
 
 from rag_eval_assets.generation.prompts import JUDGE_PROMPTS
 from rag_eval_assets.judging.agreement import agreement
-from rag_eval_assets.labeling.grades import Grade, GradeKey
+from rag_eval_assets.judging.grades import Grade, GradeKey
+from rag_eval_assets.judging.grading import Grading
 from rag_eval_assets.reports.comparison import comparison_markdown, format_comparison
 from rag_eval_assets.runs.store import Run
 from rag_eval_assets.verdict.compare import BETTER, CALIBRATED, NO_CHANGE, PAIRED, WORSE, compare_runs
 from rag_eval_assets.verdict.corrections import corrected
-from rag_eval_assets.verdict.judged import Grading
 from rag_eval_assets.verdict.ranking import rank_retrievers
 from rag_eval_assets.verdict.settings import GateSettings
 from rag_eval_assets_tests.test_verdict_compare import config

@@ -17,7 +17,7 @@ def test_version_tuple_hash_is_canonical_and_sensitive():
 
 
 def test_run_versions_are_a_pure_function_of_settings_and_input_hashes(tmp_path):
-    from rag_eval_assets.runs.versions import retriever_params, run_versions
+    from rag_eval_assets.configured_run import retriever_params, run_versions
     from rag_eval_assets.settings import load_settings
     from rag_eval_assets_tests.sample_config import write_sample_config
 

@@ -148,8 +148,8 @@ def _benchmark(args: argparse.Namespace) -> int:
 def _score(args: argparse.Namespace) -> int:
     from rag_eval_assets.evalset.freeze import evalset_sha256
     from rag_eval_assets.evalset.load import load_evalset
+    from rag_eval_assets.generation.settings import DEFAULT_CITATION_PATTERN
     from rag_eval_assets.metrics.answers import load_answers, score_answers
-    from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN
 
     questions = load_evalset(args.evalset)
     answers = load_answers(args.answers, {q.id for q in questions})

@@ -47,7 +47,7 @@ def _follow(instance, settings, night: str) -> int:
     from rag_eval_assets.defs.night_on_demand import follow_night
     from rag_eval_assets.reports.html import REPORT_FILE
     from rag_eval_assets.reports.night_verdict import night_verdict
-    from rag_eval_assets.runs.store import run_of_pipeline
+    from rag_eval_assets.runs.listing import run_of_pipeline
 
     print("waiting for the night to end (Ctrl-C stops the waiting, not the night)", flush=True)
     reports = []

@@ -137,7 +137,7 @@ def _pipeline(defs, settings, instance, verbose: bool, force: bool) -> Outcome:
     from rag_eval_assets.definitions import cluster_runs
     from rag_eval_assets.defs.run_events import execute_pipeline
     from rag_eval_assets.defs.run_log import RunLog
-    from rag_eval_assets.runs.store import list_runs
+    from rag_eval_assets.runs.listing import list_runs
 
     before = set(list_runs(settings.runs_dir))
     log = RunLog(settings.runs_dir, verbose)

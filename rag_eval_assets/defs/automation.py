@@ -32,8 +32,9 @@ from rag_eval_assets.redaction import redact_text
 from rag_eval_assets.reports.html import REPORT_FILE
 from rag_eval_assets.reports.night_verdict import night_verdict
 from rag_eval_assets.runs.baseline import verdict_of
+from rag_eval_assets.runs.listing import run_eval_set_version, run_of_pipeline
 from rag_eval_assets.runs.status import FAILED, read_status
-from rag_eval_assets.runs.store import COMPARISON_JSON, run_eval_set_version, run_of_pipeline
+from rag_eval_assets.runs.store import COMPARISON_JSON
 
 from rag_eval_assets.defs.fingerprints import CORPUS_FILES, EVALSET_FILE
 from rag_eval_assets.defs.jobs import INPUTS_JOB, JOBS, METRICS_JOB, commit_pipeline, inputs_job, pipeline_stages

@@ -17,9 +17,9 @@ from rag_eval_assets.corpus.load import corpus_sha256
 from rag_eval_assets.defs.partitions import retriever_partitions
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.evalset.freeze import evalset_sha256
-from rag_eval_assets.labeling.grades import grades_path
+from rag_eval_assets.judging.grades import grades_path
 from rag_eval_assets.runs.versions import fingerprint as settings_fingerprint
-from rag_eval_assets.runs.versions import retriever_params
+from rag_eval_assets.configured_run import retriever_params
 from rag_eval_assets.settings import Settings
 
 EVALSET_FILE = "evalset_file"
@@ -64,7 +64,7 @@ def corpus_files(settings: RagEvalSettings) -> dg.MaterializeResult:
 
 @dg.asset(group_name="report", kinds={"python"}, code_version="1")
 def grades_file(settings: RagEvalSettings) -> dg.MaterializeResult:
-    """sha256 of the grades beside the evalset (labeling/grades.py): the run directory and its report are made again
+    """sha256 of the grades beside the evalset (judging/grades.py): the run directory and its report are made again
     when a person has graded, with the agreement and the calibrated estimates, and nothing is answered or judged
     again."""
     s = settings.load()

@@ -19,8 +19,8 @@ from rag_eval_assets.defs.partitions import SUT_GROUP, answer_grid_partitions, r
 from rag_eval_assets.defs.staleness import Planner, Stage, Step, every_step
 from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
 from rag_eval_assets.defs.storage.table_store import CommitConflict, TableStore
+from rag_eval_assets.runs.listing import list_runs
 from rag_eval_assets.runs.status import mark_good, mark_pipeline_failed
-from rag_eval_assets.runs.store import list_runs
 from rag_eval_assets.settings import Settings
 
 INPUTS_JOB = "inputs_job"

@@ -4,8 +4,9 @@ import dagster as dg
 import pandas as pd
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
-from rag_eval_assets.runs.store import VERSION_TUPLE_KEY
-from rag_eval_assets.runs.versions import VersionTuple, dataset_part, run_versions, sha256_text
+from rag_eval_assets.configured_run import dataset_part, run_versions
+from rag_eval_assets.runs.contents import VERSION_TUPLE_KEY
+from rag_eval_assets.runs.versions import VersionTuple, sha256_text
 from rag_eval_assets.settings import Settings
 
 # Dagster's UI slows down, and its storage refuses entries, when metadata grows large.
@@ -29,7 +30,7 @@ def dataset_versions(
     context: dg.AssetExecutionContext, s: Settings, *, evalset: bool = True, corpus: bool = True
 ) -> VersionTuple:
     """The dataset part of an asset that reads the evalset and/or the corpus; an asset adds its other parts from
-    the pure functions of runs/versions.py."""
+    the pure functions of configured_run.py."""
     return VersionTuple(dataset=dataset_part(s, input_sha256(context, EVALSET) if evalset else None,
                                              input_sha256(context, CORPUS) if corpus else None))
 

@@ -25,7 +25,7 @@ from typing import TextIO
 
 import dagster as dg
 
-from rag_eval_assets.runs.store import RUN_ID_FORMAT
+from rag_eval_assets.runs.save import RUN_ID_FORMAT
 
 LOG_FILE = "rag-eval.log"  # in the run directory
 # Not under rag_eval_assets: an instance may capture that logger into its event log (python_logs), which would hand

@@ -9,8 +9,11 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from rag_eval_assets.llm.settings import LLMSettings
-from rag_eval_assets.metrics.rule_score import DEFAULT_CITATION_PATTERN
 from rag_eval_assets.settings_base import KValues, Section, above, at_least, between, problem
+
+# Seed 000's "(стр. N...)" and its English and Chinese forms: "стр. 12", "p. 12", "page 12", "第12页", parentheses
+# optional. Answers are folded to lower case before matching; the lookbehind keeps "пестр. 5" or "top. 5" out.
+DEFAULT_CITATION_PATTERN = r"(?<!\w)(?:стр\.|p\.|page)\s*\d+|第\s*\d+\s*页"
 
 
 def _regex(pattern: str) -> str:

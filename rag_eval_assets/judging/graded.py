@@ -1,7 +1,7 @@
 """A run's judge scores beside the person's grades that apply to them: the input of the agreement (agreement.py) and
 of the calibrated means (calibration.py) of each judge metric and cell.
 
-A grade applies to a judgement when its question, judge and judge-input digest match (labeling/grades.py), so an
+A grade applies to a judgement when its question, judge and judge-input digest match (judging/grades.py), so an
 answer graded once counts in every run and cell whose judge saw the same input."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from rag_eval_assets.judging.agreement import Agreement, agreement
-from rag_eval_assets.labeling.grades import Grade, GradeKey
+from rag_eval_assets.judging.grades import Grade, GradeKey
 
 GRADED_COLUMNS = ("query_id", "retriever", "k", "judge", "score", "grade", "judge_input_sha256")
 

@@ -19,7 +19,7 @@ from rag_eval_assets.generation.judges import judge_agreement
 from rag_eval_assets.judging.agreement import SCALE, Agreement, Trust, decide_trust
 from rag_eval_assets.judging.calibration import calibrated_mean, judge_mean, within_scale
 from rag_eval_assets.judging.graded import pooled_agreement, with_grades
-from rag_eval_assets.labeling.grades import Grade, GradeKey
+from rag_eval_assets.judging.grades import Grade, GradeKey
 
 NO_GRADES = "no grades yet: rag-eval label --grade RUN"
 SCALE_BOUNDS = (min(SCALE), max(SCALE))  # the judges' scale: the intervals shown are cut to it
@@ -96,7 +96,7 @@ class JudgesSummary:
 def judges_summary(judgments: pd.DataFrame, grades: Mapping[GradeKey, Grade] | None, grades_file: str | Path, *,
                    trust_kappa: float, min_grades: int) -> JudgesSummary:
     """The summary of every judge metric of `judgments` (Run.judgment_frame's columns: main judgements and the
-    spot-check's replicates), against `grades` (labeling/grades.py load_grades of `grades_file`; None when the file
+    spot-check's replicates), against `grades` (judging/grades.py load_grades of `grades_file`; None when the file
     does not exist). An answer graded once counts once in the agreement, however many cells saw the same input."""
     graded = with_grades(judgments, grades or {})
     self_agreement = judge_agreement(judgments)

@@ -12,7 +12,7 @@ from rag_eval_assets.corpus.chunking import ChunkerParams, chunk_documents
 from rag_eval_assets.corpus.load import load_corpus
 from rag_eval_assets.corpus.model import Document
 from rag_eval_assets.evalset.schema import Question
-from rag_eval_assets.retrieval.index_env import index_env
+from rag_eval_assets.index_env import index_env
 from rag_eval_assets.retrieval.index_families import built_in_process
 from rag_eval_assets.retrieval.kinds.http import client_for
 from rag_eval_assets.retrieval.registry import BuiltIndexes, kind_of

@@ -13,7 +13,7 @@ from rag_eval_assets.labeling.candidates import HTTP, CorpusCandidates, SutCandi
 from rag_eval_assets.labeling.resolution import ResolutionCheck
 from rag_eval_assets.labeling.selection import failing_ids
 from rag_eval_assets.labeling.session import LabelSession
-from rag_eval_assets.runs.store import latest_run
+from rag_eval_assets.runs.listing import latest_run
 from rag_eval_assets.settings import Settings
 
 

@@ -4,13 +4,12 @@ backup before the first save of a session; every write atomic; the result must l
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from rag_eval_assets.atomic_file import write_atomically
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.evalset.load import load_evalset
 from rag_eval_assets.evalset.records import BOM
@@ -55,23 +54,6 @@ def backup(path: Path, now: datetime | None = None) -> Path:
         n += 1
     shutil.copy2(path, target)
     return target
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write to a temporary file beside `path`, flush it to disk and rename it over `path`: readers see the old
-    file or the new one, never half of one."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        if path.exists():
-            shutil.copymode(path, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def save_records(path: Path, records: dict[int, dict[str, Any]]) -> list[Question]:

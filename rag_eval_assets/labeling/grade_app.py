@@ -11,7 +11,7 @@ from textual.widgets import Static
 from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.labeling.app import KeysScreen
 from rag_eval_assets.labeling.grade_session import GradeSession
-from rag_eval_assets.labeling.grades import judge_definition
+from rag_eval_assets.judging.grades import judge_definition
 
 KEYS = """\
 0-5         grade the selected metric (saved); its judge score shows, and with

@@ -35,7 +35,7 @@ def grade(settings: Settings, args: argparse.Namespace, stored: StoredTable | No
     from rag_eval_assets.evalset.load import load_evalset
     from rag_eval_assets.labeling.grade_app import GradeApp
     from rag_eval_assets.labeling.grade_session import GradeItem, GradeSession
-    from rag_eval_assets.labeling.grades import DISAGREEMENT_POINTS, grades_path, load_grades
+    from rag_eval_assets.judging.grades import DISAGREEMENT_POINTS, grades_path, load_grades
     from rag_eval_assets.labeling.judged_run import disagreements, read_judged_answers, resolve_run, stratified_sample
 
     if args.grade is None:

@@ -18,8 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rag_eval_assets.evalset.schema import Question
+from rag_eval_assets.judging.grades import Grade, GradeKey, judge_scale, load_grades, save_grades
 from rag_eval_assets.labeling.evalset_file import backup
-from rag_eval_assets.labeling.grades import Grade, GradeKey, judge_scale, load_grades, save_grades
 from rag_eval_assets.labeling.judged_run import JudgedAnswer, Judgment
 from rag_eval_assets.runs.store import TIMESTAMP_FORMAT
 

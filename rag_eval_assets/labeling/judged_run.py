@@ -24,10 +24,9 @@ from typing import Any
 import pandas as pd
 
 from rag_eval_assets.errors import InputError, InputProblem
-from rag_eval_assets.generation.judges import JUDGES
+from rag_eval_assets.generation.judges import JUDGES, judge_input_sha256
 from rag_eval_assets.generation.prompts import JUDGE_PROMPTS
-from rag_eval_assets.generation.judges import judge_input_sha256
-from rag_eval_assets.labeling.grades import Grade, GradeKey, disagrees
+from rag_eval_assets.judging.grades import Grade, GradeKey, disagrees
 from rag_eval_assets.runs.judge_inputs import JUDGE_INPUTS_FILE, read_judge_inputs
 from rag_eval_assets.runs.status import why_not_good
 from rag_eval_assets.runs.store import RESULTS_FILE, Run, config_value, read_run

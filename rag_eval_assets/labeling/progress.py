@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag_eval_assets.labeling.evalset_file import write_atomically
+from rag_eval_assets.atomic_file import write_atomically
 
 SUFFIX = ".label-progress.json"
 

@@ -23,17 +23,13 @@ from rag_eval_assets.evalset.fields import Fields
 from rag_eval_assets.evalset.records import json_error, json_type, parse_json
 from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.evalset.tables import questions_for_metrics
-from rag_eval_assets.generation.abstention import attribution_hit, infer_abstention
+from rag_eval_assets.generation.abstention import infer_abstention
+from rag_eval_assets.generation.settings import DEFAULT_CITATION_PATTERN
+from rag_eval_assets.metrics.abstention import attribution_hit
 from rag_eval_assets.metrics.aggregate import aggregate_metrics
 from rag_eval_assets.metrics.call_health import outage_notes
 from rag_eval_assets.metrics.json_v2 import JSON_V2_SCORE, WEIGHTS, JsonV2Score, dev_gate, score_json_v2
-from rag_eval_assets.metrics.rule_score import (
-    DEFAULT_CITATION_PATTERN,
-    WEIGHTED_SCORE,
-    has_rules,
-    score_rules,
-    weighted_score,
-)
+from rag_eval_assets.metrics.rule_score import WEIGHTED_SCORE, has_rules, score_rules, weighted_score
 from rag_eval_assets.metrics.text import text_metrics
 from rag_eval_assets.retrieval.encoders import Encoder
 
@@ -127,7 +123,7 @@ def score_answers(
       when the question has an answer_example; grounding uses the answer's contexts (none given: grounding 0);
     - seed 004 token_f1, exact_match, rouge_l (and semantic_similarity with an encoder) when it has a
       reference_answer;
-    - seed 002's abstention metrics, as in generation.abstention: abstention_accuracy and
+    - seed 002's abstention metrics, as in metrics.abstention: abstention_accuracy and
       hallucination_rate_unanswerable for unanswerable questions (answerable false or type negative), answered_rate
       for the others. An answer without a reported abstained flag is judged by generation.abstention.infer_abstention
       (empty, or a refusal phrase); such flags are counted as inferred. An empty answer counts as abstained (inferred)

@@ -25,7 +25,7 @@ import pandas as pd
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.evalset.schema import Question
 from rag_eval_assets.llm.client import LLMClient
-from rag_eval_assets.metrics.retrieval import CHUNK_PRECISE_SOURCES
+from rag_eval_assets.metrics.ranked_lists import CHUNK_PRECISE_SOURCES
 
 RAGAS_METRICS = ("context_precision", "context_recall")
 RAGAS_COLUMNS = ("query_id", "metric", "value", "variant", "error")

@@ -13,12 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from rag_eval_assets.errors import InputError, InputProblem
+from rag_eval_assets.errors import InputError
+from rag_eval_assets.metrics.ranked_lists import CHUNK_PRECISE_SOURCES, DOC_SOURCES, LEVELS, ranked_lists, relevance_judgements
+from rag_eval_assets.metrics.retrieval_inputs import GOLD_FIELDS, frame_problems, input_problems
 
-LEVELS = ("chunk", "doc")
-CHUNK_PRECISE_SOURCES = ("gold_supports", "gold_chunk_ids", "source_map")
-DOC_SOURCES = ("gold_doc_ids", "qrels")
-GOLD_SOURCES = CHUNK_PRECISE_SOURCES + DOC_SOURCES
 METRICS = (
     "hit@k",
     "doc_hit@k",
@@ -33,18 +31,6 @@ METRICS = (
 )
 SCOPE_MISS = "scope_miss"
 PER_QUERY_COLUMNS = ("query_id", "retriever", "k", "metric", "value")
-
-RESULT_FIELDS = {"query_id": "str", "retriever": "str", "rank": "int", "chunk_id": "str", "doc_id": "str"}
-GOLD_FIELDS = {
-    "query_id": "str",
-    "chunk_id": "str",
-    "doc_id": "str",
-    "grade": "int",
-    "support_index": "int",
-    "source": "str",
-}
-QUESTION_FIELDS = {"query_id": "str", "is_negative": "bool"}
-_KIND_WORDS = {"str": "a string", "int": "an integer", "bool": "a boolean"}
 
 
 def retrieval_metrics(
@@ -73,7 +59,7 @@ def retrieval_metrics(
     if level not in LEVELS:
         raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
     cuts = _check_ks(ks)
-    problems = _check_inputs(results, gold, questions, folder_filter, chunks)
+    problems = input_problems(results, gold, questions, folder_filter, chunks)
     if scored_on is not None:
         problems += frame_problems(scored_on, "scored_on", GOLD_FIELDS)
     if problems:
@@ -210,31 +196,6 @@ def _supports(gold: pd.DataFrame, level: str) -> pd.DataFrame:
     return supports.rename(columns={item: "item"})
 
 
-def ranked_lists(results: pd.DataFrame, level: str) -> pd.DataFrame:
-    """One ranked list per (retriever, query_id): columns retriever, query_id, item (chunk_id or doc_id at `level`),
-    doc_id, position (1-based), rows in rank order with each item at its first occurrence only; lists ordered by
-    retriever, then query_id."""
-    item = "chunk_id" if level == "chunk" else "doc_id"
-    retriever = pd.factorize(results["retriever"], sort=True)[0].astype(np.int64)
-    query = pd.factorize(results["query_id"], sort=True)[0].astype(np.int64)
-    order = np.lexsort((results["rank"].to_numpy(), query, retriever))
-    group = (retriever * (query.max(initial=-1) + 1) + query)[order]
-    items = pd.factorize(results[item])[0].astype(np.int64)[order]
-    first = ~pd.Index(group * (items.max(initial=-1) + 1) + items).duplicated(keep="first")
-    rows, group = order[first], group[first]
-    starts = np.flatnonzero(np.diff(group, prepend=-1))
-    position = np.arange(len(rows)) - np.repeat(starts, np.diff(np.append(starts, len(rows)))) + 1
-    return pd.DataFrame(
-        {
-            "retriever": results["retriever"].array.take(rows),
-            "query_id": results["query_id"].array.take(rows),
-            "item": results[item].array.take(rows),
-            "doc_id": results["doc_id"].array.take(rows),
-            "position": position,
-        }
-    )
-
-
 def _codes(*columns: pd.Series) -> list[np.ndarray]:
     """Integer codes of the values of several columns over one shared vocabulary (equal values, equal codes)."""
     codes = pd.factorize(pd.concat([pd.Series(c.array) for c in columns], ignore_index=True))[0].astype(np.int64)
@@ -251,18 +212,6 @@ def _member(codes: np.ndarray, members: np.ndarray, n: int) -> np.ndarray:
     table = np.zeros(n, dtype=bool)
     table[members] = True
     return table[codes]
-
-
-def relevance_judgements(gold: pd.DataFrame, level: str) -> pd.DataFrame:
-    """The qrels at `level`: columns query_id, item, grade (the highest grade any gold row gives the item).
-
-    Chunk level trusts only chunk-precise sources; doc-level sources list every chunk of a relevant document, which
-    says nothing about which chunk holds the answer.
-    """
-    item = "chunk_id" if level == "chunk" else "doc_id"
-    rows = gold[gold["source"].isin(CHUNK_PRECISE_SOURCES)] if level == "chunk" else gold
-    judged = rows.groupby(["query_id", item], sort=True, as_index=False)["grade"].max()
-    return judged.rename(columns={item: "item"})
 
 
 def _first_position(g: np.ndarray, pos: np.ndarray, mask: np.ndarray, n_groups: int) -> np.ndarray:
@@ -360,108 +309,3 @@ def _check_ks(ks: Iterable[int]) -> list[int]:
     if not cuts or any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 for k in cuts):
         raise ValueError(f"ks must be positive integers, got {list(ks)!r}")
     return [int(k) for k in cuts]
-
-
-def _check_inputs(
-    results: pd.DataFrame,
-    gold: pd.DataFrame,
-    questions: pd.DataFrame,
-    folder_filter: Mapping[str, Sequence[str]] | None,
-    chunks: pd.DataFrame | None,
-) -> list[InputProblem]:
-    problems = frame_problems(results, "results", RESULT_FIELDS)
-    problems += frame_problems(gold, "gold", GOLD_FIELDS)
-    problems += frame_problems(questions, "questions", QUESTION_FIELDS)
-    if "rank" in results.columns and pd.api.types.is_integer_dtype(results["rank"].dtype):
-        problems += _row_problems(results, "results", "rank", results["rank"] < 1, "must be >= 1")
-        key = [c for c in ("retriever", "query_id", "rank") if c in results.columns]
-        problems += _row_problems(
-            results, "results", "rank", results.duplicated(key, keep="first"), "repeats a rank of this retriever/query"
-        )
-    if "grade" in gold.columns and pd.api.types.is_integer_dtype(gold["grade"].dtype):
-        problems += _row_problems(gold, "gold", "grade", gold["grade"] < 1, "must be >= 1")
-    if "support_index" in gold.columns and pd.api.types.is_integer_dtype(gold["support_index"].dtype):
-        problems += _row_problems(gold, "gold", "support_index", gold["support_index"] < -1, "must be >= -1")
-    if "source" in gold.columns:
-        problems += _row_problems(
-            gold, "gold", "source", ~gold["source"].isin(GOLD_SOURCES), f"must be one of {', '.join(GOLD_SOURCES)}"
-        )
-    if "query_id" in questions.columns:
-        problems += _row_problems(
-            questions, "questions", "query_id", questions["query_id"].duplicated(), "repeats an earlier query_id"
-        )
-    if "required_support_groups" not in questions.columns:
-        problems.append(InputProblem("questions", None, "required_support_groups", "missing column"))
-    else:
-        for line, groups in enumerate(questions["required_support_groups"]):
-            if groups is not None and not _is_groups(groups):
-                problems.append(
-                    InputProblem(
-                        "questions",
-                        line,
-                        "required_support_groups",
-                        f"must be null or a non-empty list of non-empty lists of support indices, got {groups!r}",
-                    )
-                )
-    if folder_filter is not None:
-        if chunks is None:
-            problems.append(InputProblem("chunks", None, None, "a chunks table is required with a folder filter"))
-        else:
-            problems += frame_problems(chunks, "chunks", {"chunk_id": "str", "rel_path": "str"})
-        for query_id, folders in folder_filter.items():
-            if isinstance(folders, str) or not all(isinstance(f, str) for f in folders):
-                problems.append(
-                    InputProblem("folder_filter", None, str(query_id), f"must be a list of folders, got {folders!r}")
-                )
-    return problems
-
-
-def _is_groups(groups: object) -> bool:
-    def is_list(value: object) -> bool:
-        return isinstance(value, (list, tuple, np.ndarray)) and len(value) > 0
-
-    return is_list(groups) and all(
-        is_list(group)
-        and all(isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_)) and s >= 0 for s in group)
-        for group in groups
-    )
-
-
-def frame_problems(frame: pd.DataFrame, name: str, fields: Mapping[str, str]) -> list[InputProblem]:
-    """Missing columns and values of the wrong kind ("str", "int" or "bool"); a problem's line is the 0-based row
-    position, as for a JSON array."""
-    problems = []
-    for column, kind in fields.items():
-        if column not in frame.columns:
-            problems.append(InputProblem(name, None, column, "missing column"))
-            continue
-        values = frame[column]
-        if kind == "int" and pd.api.types.is_integer_dtype(values.dtype):
-            continue
-        if kind == "bool" and pd.api.types.is_bool_dtype(values.dtype):
-            continue
-        if kind == "str" and isinstance(values.dtype, pd.StringDtype) and not values.isna().any():
-            continue
-        problems += _row_problems(
-            frame, name, column, ~values.map(_IS_KIND[kind]).to_numpy(dtype=bool), f"must be {_KIND_WORDS[kind]}"
-        )
-    return problems
-
-
-_IS_KIND = {
-    "str": lambda v: isinstance(v, str),
-    "int": lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)),
-    "bool": lambda v: isinstance(v, (bool, np.bool_)),
-}
-
-
-def _row_problems(
-    frame: pd.DataFrame, name: str, column: str, bad: pd.Series | np.ndarray, message: str
-) -> list[InputProblem]:
-    rows = np.flatnonzero(np.asarray(bad, dtype=bool))
-    return [InputProblem(name, int(i), column, f"{message}, got {_plain(frame[column].iloc[i])!r}") for i in rows]
-
-
-def _plain(value: object) -> object:
-    """numpy scalars as the Python values a user wrote, so messages read `got 0`, not `got np.int64(0)`."""
-    return value.item() if isinstance(value, np.generic) else value

@@ -14,11 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag_eval_assets.evalset.schema import Question
+from rag_eval_assets.generation.settings import DEFAULT_CITATION_PATTERN
 from rag_eval_assets.metrics.normalise import fold
 
-# Seed 000's "(стр. N...)" and its English and Chinese forms: "стр. 12", "p. 12", "page 12", "第12页", parentheses
-# optional. Answers are folded to lower case before matching; the lookbehind keeps "пестр. 5" or "top. 5" out.
-DEFAULT_CITATION_PATTERN = r"(?<!\w)(?:стр\.|p\.|page)\s*\d+|第\s*\d+\s*页"
 CITATION_PENALTY = 0.2
 INCLUDE_WEIGHT = 0.7
 SAFE_WEIGHT = 0.3

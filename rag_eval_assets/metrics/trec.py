@@ -15,14 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from rag_eval_assets.errors import InputError
-from rag_eval_assets.metrics.retrieval import (
-    GOLD_FIELDS,
-    LEVELS,
-    RESULT_FIELDS,
-    frame_problems,
-    ranked_lists,
-    relevance_judgements,
-)
+from rag_eval_assets.metrics.ranked_lists import LEVELS, ranked_lists, relevance_judgements
+from rag_eval_assets.metrics.retrieval_inputs import GOLD_FIELDS, RESULT_FIELDS, frame_problems
 
 _UNSAFE = re.compile(r"[%\s]")
 

@@ -24,7 +24,6 @@ from rag_eval_assets.reports.charts import (
     plot_stage_costs,
     plot_trend,
 )
-from rag_eval_assets.reports.markdown import cell_text, metric_pivot
 from rag_eval_assets.reports.judges import (
     AGREEMENT_HEADERS,
     ESTIMATE_HEADERS,
@@ -36,6 +35,7 @@ from rag_eval_assets.reports.judges import (
     judge_notes,
     self_consistency_rows,
 )
+from rag_eval_assets.reports.markdown import cell_text, metric_pivot
 from rag_eval_assets.reports.summary import (
     CALL_HEALTH_HEADERS,
     UNRESOLVED_HEADERS,
@@ -45,16 +45,9 @@ from rag_eval_assets.reports.summary import (
     unresolved_rows,
 )
 from rag_eval_assets.reports.verdict_html import VERDICT_CSS, verdict_section
+from rag_eval_assets.runs.contents import JUDGES, UNRESOLVED_GOLD
 from rag_eval_assets.runs.history import run_history
-from rag_eval_assets.runs.store import (
-    CHUNK_SIZE_KEY,
-    EVAL_SET_VERSION_KEY,
-    JUDGES,
-    OVERLAP_KEY,
-    UNRESOLVED_GOLD,
-    Run,
-    config_value,
-)
+from rag_eval_assets.runs.store import CHUNK_SIZE_KEY, EVAL_SET_VERSION_KEY, OVERLAP_KEY, Run, config_value
 from rag_eval_assets.verdict.gate import is_answer_metric
 from rag_eval_assets.verdict.ranking import KRanking, rank_retrievers
 from rag_eval_assets.verdict.settings import GateSettings

@@ -7,12 +7,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rag_eval_assets.judging.grading import Grading
 from rag_eval_assets.reports.comparison import comparison_markdown
 from rag_eval_assets.reports.summary import summary_markdown
 from rag_eval_assets.runs.judge_inputs import JUDGE_INPUTS_FILE, judge_inputs_text
-from rag_eval_assets.runs.store import COMPARISON_JSON, COMPARISON_MD, SUMMARY_FILE, Run, json_text, read_run, save_run
+from rag_eval_assets.runs.save import json_text, save_run
+from rag_eval_assets.runs.store import COMPARISON_JSON, COMPARISON_MD, SUMMARY_FILE, Run, read_run
 from rag_eval_assets.verdict.compare import compare_runs
-from rag_eval_assets.verdict.judged import Grading
 from rag_eval_assets.verdict.ranking import KRanking, rank_retrievers
 from rag_eval_assets.verdict.settings import GateSettings
 

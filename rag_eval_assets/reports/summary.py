@@ -13,16 +13,8 @@ from rag_eval_assets.corpus.gold import unresolved_summary
 from rag_eval_assets.reports.comparison import comparison_markdown, verdict_line
 from rag_eval_assets.reports.judges import judges_markdown
 from rag_eval_assets.reports.markdown import markdown_table, metrics_table_markdown
-from rag_eval_assets.runs.store import (
-    CHUNK_SIZE_KEY,
-    EVAL_SET_VERSION_KEY,
-    JUDGES,
-    OVERLAP_KEY,
-    UNRESOLVED_GOLD,
-    Run,
-    config_value,
-    flatten,
-)
+from rag_eval_assets.runs.contents import JUDGES, UNRESOLVED_GOLD
+from rag_eval_assets.runs.store import CHUNK_SIZE_KEY, EVAL_SET_VERSION_KEY, OVERLAP_KEY, Run, config_value, flatten
 from rag_eval_assets.verdict.compare import Comparison
 from rag_eval_assets.verdict.gate import is_answer_metric
 from rag_eval_assets.verdict.ranking import KRanking

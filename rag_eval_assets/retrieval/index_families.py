@@ -24,7 +24,7 @@ from rag_eval_assets.retrieval.encoders import Encoder
 @dataclass
 class IndexEnv:
     """What building or loading an index may use besides its need and the chunks; opened and closed by its caller
-    (retrieval/index_env.py makes one from the settings)."""
+    (index_env.py makes one from the settings)."""
 
     encoder: Callable[[Any], Encoder]  # the encoder of a model's settings; its errors name the configuration key
     embedding_cache: EmbeddingCache

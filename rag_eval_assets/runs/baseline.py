@@ -24,15 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval_assets.errors import InputError, InputProblem
+from rag_eval_assets.runs.listing import list_runs, run_eval_set_version
 from rag_eval_assets.runs.status import why_not_good
-from rag_eval_assets.runs.store import (
-    COMPARISON_JSON,
-    TIMESTAMP_FORMAT,
-    Run,
-    list_runs,
-    read_run,
-    run_eval_set_version,
-)
+from rag_eval_assets.runs.store import COMPARISON_JSON, TIMESTAMP_FORMAT, Run, read_run
 
 ACCEPTED_FILE = "accepted.json"
 PINNED = "pinned by report.baseline_run_id"

@@ -9,14 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag_eval_assets.runs.store import (
-    COMPARISON_JSON,
-    CONFIG_FILE,
-    EVAL_SET_VERSION_KEY,
-    METRICS_FILE,
-    config_value,
-    list_runs,
-)
+from rag_eval_assets.runs.listing import list_runs
+from rag_eval_assets.runs.store import COMPARISON_JSON, CONFIG_FILE, EVAL_SET_VERSION_KEY, METRICS_FILE, config_value
 
 _METRIC_AT = re.compile(r"^(?P<name>.+?)@(?P<k>\d+)$")
 

@@ -1,6 +1,6 @@
 """What a pipeline run writes into its run directory: the results rows, the metrics document (run store format) and
 the health of the calls behind the answer metrics, from the tables over the retriever x k grid (the health decides
-the blocking call_health check before the directory is written), and config.json."""
+the blocking call_health check before the directory is written); its config.json is configured_run.py's."""
 
 from __future__ import annotations
 
@@ -12,15 +12,12 @@ from typing import Any
 import pandas as pd
 
 from rag_eval_assets.generation.settings import JudgeSettings
+from rag_eval_assets.judging.grades import load_grades
 from rag_eval_assets.judging.summary import judges_summary
-from rag_eval_assets.labeling.grades import load_grades
 from rag_eval_assets.metrics.aggregate import AGGREGATE_COLUMNS
 from rag_eval_assets.metrics.call_health import call_health
-from rag_eval_assets.metrics.retrieval import relevance_judgements
-from rag_eval_assets.runs.reproducibility import reproducibility_fields
-from rag_eval_assets.runs.store import PIPELINE_RUN_KEY, judged_table_frame, metrics_document, results_rows, run_config
-from rag_eval_assets.runs.versions import VersionTuple
-from rag_eval_assets.settings import Settings
+from rag_eval_assets.metrics.ranked_lists import relevance_judgements
+from rag_eval_assets.runs.contents import judged_table_frame, metrics_document, results_rows
 
 
 @dataclass(frozen=True)
@@ -49,7 +46,7 @@ def grid_contents(
     """From the partitions of retrieval_results, answers and judged_answers and the metric tables: answer metric
     rows with a `note` are what was not computed (and why), the others join the aggregate; the operational figures
     are the answers' error count, token totals and cost. A judged run's judges are summed up against the person's
-    grades in `grades_file` (labeling/grades.py), if it exists, under `judge`'s trust settings. Each row carries its
+    grades in `grades_file` (judging/grades.py), if it exists, under `judge`'s trust settings. Each row carries its
     question's relevant items at the retrieval `level` (from `gold_labels`, as the metrics judge them), so that a
     comparison can mark them in what each run retrieved."""
     answers = list(answers)
@@ -92,21 +89,3 @@ def with_gold(rows: Iterator[dict[str, Any]], gold_labels: pd.DataFrame, level: 
         items.setdefault(str(q), []).append({"id": str(item), "grade": int(grade)})
     for row in rows:
         yield {**row, "gold": {"level": level, "items": items.get(str(row["query_id"]), [])}}
-
-
-def pipeline_run_config(s: Settings, versions: VersionTuple, dagster_run_id: str, pipeline_run_id: str) -> dict[str, Any]:
-    """config.json: the version tuple, the settings (with each variant's version), the input hashes, the chunking,
-    the Dagster run and its run group (`pipeline_run_id`, how a re-execution finds the directory to rewrite), and
-    the reproducibility fields."""
-    return run_config(
-        versions,
-        settings={"config_file": str(s.config_file), **s.model_dump(mode="json"),
-                  "variants": {name: v.version() for name, v in s.variants.items()}},
-        evalset_sha256=versions.dataset.get("evalset_sha256"),
-        corpus_sha256=versions.dataset.get("corpus_sha256"),
-        chunk_size_chars=s.chunking.chunk_size_chars,
-        overlap_chars=s.chunking.overlap_chars,
-        dagster_run_id=dagster_run_id,
-        **{PIPELINE_RUN_KEY: pipeline_run_id},
-        **reproducibility_fields(versions, s.answering.adapter_id),
-    )

@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rag_eval_assets.runs.store import Run, config_value, jsonable
+from rag_eval_assets.judging.grading import Grading
+from rag_eval_assets.runs.contents import jsonable
+from rag_eval_assets.runs.store import Run, config_value
 from rag_eval_assets.verdict.corrections import corrected
 from rag_eval_assets.verdict.deltas import (ConfigChange, MetricDelta, config_changes, metric_deltas, number,
                                            paired_metric_tests, paired_values)
@@ -27,7 +29,6 @@ from rag_eval_assets.verdict.gate import (choose_metric, per_question_name, succ
                                          weighted_terms)
 from rag_eval_assets.verdict.judged import (
     CalibratedChange,
-    Grading,
     JudgeTrust,
     calibrated_change,
     graded_frame,

@@ -15,27 +15,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from rag_eval_assets.generation.judges import JUDGES
-from rag_eval_assets.judging.agreement import MINIMUM_PAIRS, TRUST_KAPPA, decide_trust
+from rag_eval_assets.judging.agreement import decide_trust
 from rag_eval_assets.judging.calibration import CalibratedMean, calibrated_mean, mean_difference
 from rag_eval_assets.judging.graded import pooled_agreement, with_grades
-from rag_eval_assets.labeling.grades import Grade, GradeKey
+from rag_eval_assets.judging.grading import Grading
 from rag_eval_assets.runs.store import Run
 from rag_eval_assets.verdict.gate import weighted_terms
-
-
-@dataclass(frozen=True)
-class Grading:
-    """The person's grades the gate may use (labeling/grades.py load_grades), and judge.trust_kappa / min_grades."""
-
-    grades: Mapping[GradeKey, Grade] = field(default_factory=dict)
-    trust_kappa: float = TRUST_KAPPA
-    min_grades: int = MINIMUM_PAIRS
 
 
 @dataclass(frozen=True)

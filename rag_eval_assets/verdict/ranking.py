@@ -8,11 +8,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from rag_eval_assets.judging.grading import Grading
 from rag_eval_assets.metrics.stats import bootstrap_ci
 from rag_eval_assets.runs.store import Run
 from rag_eval_assets.verdict.corrections import corrected
 from rag_eval_assets.verdict.gate import choose_metric, per_question_name, weighted_terms
-from rag_eval_assets.verdict.judged import Grading, graded_frame, judge_trust
+from rag_eval_assets.verdict.judged import graded_frame, judge_trust
 from rag_eval_assets.verdict.paired import paired_test
 from rag_eval_assets.verdict.settings import GateSettings
 from rag_eval_assets.verdict.text import interval_text, signed

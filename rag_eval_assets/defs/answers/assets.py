@@ -11,7 +11,7 @@ from rag_eval_assets.defs.answers.generated import generated_queries_asset
 from rag_eval_assets.defs.partitions import answer_grid_partitions
 from rag_eval_assets.defs.metadata import dataset_versions, preview, run_versions_of, version_metadata
 from rag_eval_assets.defs.resources import LLMResource, RagEvalSettings
-from rag_eval_assets.retrieval.index_env import encoder_for
+from rag_eval_assets.index_env import encoder_for
 from rag_eval_assets.defs.storage.parquet_io_manager import PARTITION_DIMENSIONS_KEY
 from rag_eval_assets.evalset.tables import questions_from_frame
 from rag_eval_assets.generation.answers import answer_questions, prompt_texts
@@ -28,7 +28,7 @@ from rag_eval_assets.llm.estimate import NO_CALLS, answering_estimate, judging_e
 from rag_eval_assets.metrics.answers import grid_aggregate, grid_per_query
 from rag_eval_assets.metrics.ragas_context import ragas_grid
 from rag_eval_assets.runs.reproducibility import reproducibility_fields
-from rag_eval_assets.runs.versions import JUDGE_PROMPT_VERSION, chunking_part, judge_part
+from rag_eval_assets.configured_run import JUDGE_PROMPT_VERSION, chunking_part, judge_part
 from rag_eval_assets.retrieval.registry import kind_of, own_answer_variants
 from rag_eval_assets.settings import Settings
 

@@ -8,7 +8,7 @@ from rag_eval_assets.defs.metadata import dataset_versions, preview, version_met
 from rag_eval_assets.defs.resources import LLMResource, RagEvalSettings
 from rag_eval_assets.generation.query_generation import generate_evalset
 from rag_eval_assets.llm.settings import NO_LLM
-from rag_eval_assets.runs.versions import chunking_part
+from rag_eval_assets.configured_run import chunking_part
 
 
 def generated_queries_asset(pool: str | None) -> dg.AssetsDefinition:

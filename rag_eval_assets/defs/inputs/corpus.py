@@ -4,6 +4,7 @@
 import dagster as dg
 import pandas as pd
 
+from rag_eval_assets.configured_run import chunking_part, dataset_part
 from rag_eval_assets.corpus.chunking import CHUNKER_VERSION
 from rag_eval_assets.corpus.gold import resolve_gold_report, unresolved_count, unresolved_summary
 from rag_eval_assets.corpus.load import corpus_sha256, load_corpus
@@ -15,8 +16,8 @@ from rag_eval_assets.defs.metadata import content_version, dataset_versions, pre
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.evalset.tables import questions_from_frame
 from rag_eval_assets.preflight import chunk_corpus
-from rag_eval_assets.runs.store import UNRESOLVED_GOLD
-from rag_eval_assets.runs.versions import VersionTuple, chunking_part, dataset_part
+from rag_eval_assets.runs.contents import UNRESOLVED_GOLD
+from rag_eval_assets.runs.versions import VersionTuple
 
 GOLD_CHECK = "gold_resolves"
 

@@ -13,7 +13,8 @@ from rag_eval_assets.evalset.frozen_store import freeze
 from rag_eval_assets.evalset.subset import dev_subset as make_dev_subset
 from rag_eval_assets.evalset.tables import questions_from_frame, questions_to_frame
 from rag_eval_assets.preflight import check_evalset
-from rag_eval_assets.runs.versions import VersionTuple, dataset_part
+from rag_eval_assets.configured_run import dataset_part
+from rag_eval_assets.runs.versions import VersionTuple
 
 FROZEN_CHECK = "frozen_version_unchanged"
 

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 import dagster as dg
 import pandas as pd
 
+from rag_eval_assets.configured_run import pipeline_run_config
 from rag_eval_assets.defs.fingerprints import GRADES_FILE
 from rag_eval_assets.defs.inputs.corpus import latest_unresolved_gold
 from rag_eval_assets.defs.metadata import run_versions_of, version_metadata
@@ -16,8 +17,8 @@ from rag_eval_assets.defs.report.accept import accept_baseline
 from rag_eval_assets.defs.report.comparison import PREVIEW_ROWS, check_failures, run_comparison, verdict_metadata
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.defs.storage.parquet_io_manager import pipeline_of_run
+from rag_eval_assets.judging.grades import grades_path
 from rag_eval_assets.judging.grading import configured_grading
-from rag_eval_assets.labeling.grades import grades_path
 from rag_eval_assets.metrics.call_health import check_call_health, endpoint
 from rag_eval_assets.reports.html import CHARTS_DIR, build_report
 from rag_eval_assets.reports.judges import judges_markdown
@@ -31,9 +32,11 @@ from rag_eval_assets.reports.summary import (
     ranking_markdown,
 )
 from rag_eval_assets.runs.baseline import baseline_of_run
-from rag_eval_assets.runs.pipeline_run import grid_contents, pipeline_run_config
+from rag_eval_assets.runs.contents import JUDGES
+from rag_eval_assets.runs.listing import run_of_pipeline
+from rag_eval_assets.runs.pipeline_run import grid_contents
 from rag_eval_assets.runs.status import new_status
-from rag_eval_assets.runs.store import JUDGES, SUMMARY_FILE, TIMESTAMP_FORMAT, Run, read_run, run_of_pipeline
+from rag_eval_assets.runs.store import SUMMARY_FILE, TIMESTAMP_FORMAT, Run, read_run
 from rag_eval_assets.settings import Settings
 from rag_eval_assets.verdict.ranking import KRanking
 

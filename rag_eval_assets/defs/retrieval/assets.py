@@ -5,6 +5,7 @@ import json
 import dagster as dg
 import pandas as pd
 
+from rag_eval_assets.configured_run import chunking_part, retriever_params
 from rag_eval_assets.corpus.gold import resolve_gold, with_resolved_support_groups
 from rag_eval_assets.defs.cluster_resources import encode_op_tags
 from rag_eval_assets.defs.code_versions import with_settings_read
@@ -15,17 +16,16 @@ from rag_eval_assets.defs.partitions import SUT_GROUP, retriever_partitions, sut
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.defs.storage.parquet_io_manager import PARTITION_DIMENSIONS_KEY
 from rag_eval_assets.evalset.tables import questions_for_metrics, questions_from_frame
+from rag_eval_assets.index_env import index_env
 from rag_eval_assets.metrics.aggregate import aggregate_metrics
 from rag_eval_assets.metrics.retrieval import retrieval_metrics as score_retrieval
 from rag_eval_assets.redaction import redact_url
 from rag_eval_assets.retrieval.http_sut import sut_chunks_frame
-from rag_eval_assets.retrieval.index_env import index_env
 from rag_eval_assets.retrieval.index_families import IndexNeed, from_tables
 from rag_eval_assets.retrieval.registry import BuiltIndexes, Variant, kind_of, needs_of, own_answer_variants
 from rag_eval_assets.retrieval.retrievers import collapse_to_documents, run_retriever
 from rag_eval_assets.retrieval.sut_responses import responses_frame, results_from_responses
 from rag_eval_assets.retrieval.sut_url import shown_url
-from rag_eval_assets.runs.versions import chunking_part, retriever_params
 from rag_eval_assets.settings import Settings
 
 # Chunks fetched per query before collapsing to documents, as a multiple of the deepest k (doc level only).

@@ -24,7 +24,7 @@ from typing import Any
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.generation.judges import JUDGES
 from rag_eval_assets.generation.prompts import JUDGE_PROMPTS
-from rag_eval_assets.labeling.evalset_file import write_atomically
+from rag_eval_assets.atomic_file import write_atomically
 
 SUFFIX = ".grades.jsonl"
 # A grade further than this from the judge's score is a disagreement (`--only disagreements`): on a 0-5 scale a
