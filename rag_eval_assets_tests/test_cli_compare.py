@@ -30,7 +30,7 @@ def test_exit_codes_and_comparison_json(tmp_path, capsys, monkeypatch):
     assert _compare(base, worse, out, "--max-regressions", "0") == 1
     text = capsys.readouterr().out
     assert text.startswith("Verdict: WORSE (exit 1): candidate worse against base base; decided by bm25@5 ndcg@k")
-    assert "Top regressions (15 in the significant cells, 15 of them flips; 15 in every cell)" in text
+    assert "Top regressions (15 in the significant cells, 15 of them flips; 15 across all cells)" in text
     # The deciding cell's questions come first, then the regressions across the counted cells.
     evidence = [line.split() for line in text.splitlines() if line.startswith("  q0")]
     assert [r[:4] for r in evidence[:2]] == [["q000", "1.0000", "0.0000", "-1.0000"], ["q001", "1.0000", "0.0000",

@@ -369,6 +369,15 @@ def test_bad_input_names_the_file_the_line_and_the_field(first, evalset: Path, t
     with pytest.raises(InputError) as not_judged:
         read_judged_answers(unjudged, TableStore(assets).locate)
     assert f"{unjudged / 'results.jsonl'}: field 'judgments': no judgment with a score" in str(not_judged.value)
+    assert "it ran without llm, or with judge.enabled false" in str(not_judged.value)
+    # A run whose every judge call failed says so, with the first error, not that it was never judged.
+    failing = [{**row, "judgments": [{"judge": "correctness", "replicate": 0, "score": None,
+                                      "error": "ConnectError: [Errno 111] Connection refused"}]} for row in run.results]
+    failed = write_run(tmp_path / "runs", results=failing, metrics=run.metrics, config=run.config)
+    with pytest.raises(InputError) as all_failed:
+        read_judged_answers(failed, TableStore(assets).locate)
+    assert (f"every judge call of this run failed ({len(failing)} judgement(s) with an error; the first: "
+            "ConnectError: [Errno 111] Connection refused)") in str(all_failed.value)
 
     # A grades file with a bad grade, a line that is not JSON and a missing key.
     answers = stratified_sample(_answers(first), 1, seed=0)

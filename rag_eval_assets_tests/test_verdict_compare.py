@@ -146,7 +146,7 @@ def test_a_worse_verdict_names_its_regressions_even_when_nothing_flips(tmp_path:
         (q, False, pytest.approx(-0.3)) for q in IDS[:20]]
     assert c.improvements == () and c.evidence[0].drops == 20 and c.evidence[0].flips_down == 0
     text = format_comparison(c)
-    assert "Top regressions (20 in the significant cells, 0 of them flips; 20 in every cell)" in text
+    assert "Top regressions (20 in the significant cells, 0 of them flips; 20 across all cells)" in text
     assert "  1 cell identical: dense@10" in text
 
 

@@ -93,8 +93,8 @@ def read_judged_answers(run_dir: Path, stored: StoredTable | None) -> tuple[Run,
     rows = [row for row in run.results if _main(row)]
     results_file = str(run_dir / RESULTS_FILE)
     if not rows:
-        raise InputError([InputProblem(results_file, None, "judgments", "no judgment with a score: this run's "
-                                       "answers were not judged (it ran without llm, or with judge.enabled false)")])
+        raise InputError([InputProblem(results_file, None, "judgments", "no judgment with a score: "
+                                       + _why_unjudged(run.results))])
     notes = []
     kept = read_judge_inputs(run_dir)
     if kept is not None:
@@ -142,6 +142,16 @@ def _whose(run_dir: Path) -> str:
 def _main(row: dict[str, Any]) -> list[dict[str, Any]]:
     return [j for j in row.get("judgments") or [] if j.get("replicate", 0) == 0 and j.get("score") is not None
             and j.get("judge") in JUDGES]
+
+
+def _why_unjudged(results: list[dict[str, Any]]) -> str:
+    """Why no answer of the run has a scored judgement: its judge calls failed (the first error said), or it judged
+    nothing."""
+    failed = [j for row in results for j in row.get("judgments") or [] if j.get("error") and j.get("judge") in JUDGES]
+    if failed:
+        return (f"every judge call of this run failed ({len(failed)} judgement(s) with an error; the first: "
+                f"{failed[0]['error']})")
+    return "this run's answers were not judged (it ran without llm, or with judge.enabled false)"
 
 
 def _judgment_key(row: dict[str, Any], judgment: dict[str, Any]) -> tuple[str, str, int, str]:

@@ -166,7 +166,7 @@ def change_rows(changes: Sequence[QuestionChange], top: int) -> list[list[str]]:
 def _changes_title(c: Comparison, title: str, changes: Sequence[QuestionChange], every: int) -> str:
     flips = sum(1 for f in changes if f.flip)
     where = "significant cells" if c.gate.significant_only else "judged cells"
-    return (f"Top {title} ({len(changes)} in the {where}, {flips} of them flips; {every} in every cell), "
+    return (f"Top {title} ({len(changes)} in the {where}, {flips} of them flips; {every} across all cells), "
             f"on each cell's gate metric")
 
 
