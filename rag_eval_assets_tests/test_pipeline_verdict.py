@@ -244,6 +244,11 @@ def test_the_report_sorts_the_deciding_cells_questions_and_opens_each_in_chromiu
     expect(gold.nth(0).locator("td").nth(1)).to_contain_text("★ d00r")
     expect(gold.nth(1).locator("td").nth(0)).to_have_text("4")
     expect(gold.nth(1).locator("td").nth(3)).to_contain_text("★ d00r")
+    # The highlight is on the gold side only: at rank 1 the candidate's item is not gold.
+    expect(gold.nth(0).locator("td.gold")).to_have_count(2)
+    expect(gold.nth(0).locator("td").nth(1)).to_have_class("gold")
+    expect(gold.nth(0).locator("td").nth(3)).not_to_have_class("gold")
+    expect(gold.nth(1).locator("td").nth(3)).to_have_class("gold")
     page.close()
 
 

@@ -29,7 +29,7 @@ VERDICT_CSS = """
 .verdict-incompatible, .result-undefined { background: #fff1d6; color: #7a4b00; }
 th[data-sort] { cursor: pointer; text-decoration: underline dotted; }
 button.toggle { font: inherit; cursor: pointer; }
-tr.gold td { background: #fff6cc; font-weight: 600; }
+td.gold { background: #fff6cc; font-weight: 600; }
 """
 # Sorting moves whole questions (a tbody: its summary row and its lists), so an opened question stays open.
 SCRIPT = """
@@ -135,7 +135,10 @@ def _lists(q: Mapping[str, Any], k: int) -> str:
         gold = {side: item is not None and item["gold"] for side, item in (("base", base), ("cand", cand))}
         marks = " ".join(f"gold-{side}" for side, g in gold.items() if g)
         cls = f' class="gold {marks}"' if marks else ""
-        rows.append(f"<tr{cls}>" + "".join(f"<td>{_e(v)}</td>" for v in row) + "</tr>")
+        # Only the side whose item is gold is highlighted: the other run's item at that rank may be anything.
+        side = {1: "base", 2: "base", 3: "cand", 4: "cand"}
+        rows.append(f"<tr{cls}>" + "".join(
+            f'<td{" class=gold" if gold.get(side.get(i)) else ""}>{_e(v)}</td>' for i, v in enumerate(row)) + "</tr>")
     answers = "".join(f"<p>{_e(line)}</p>" for line in answer_lines(q))
     return (f'<p class="gold-ranks">gold rank base → cand: {_e(gold_text(q, k))}</p>'
             '<table class="side-by-side"><thead><tr>' + "".join(f"<th>{_e(h)}</th>" for h in SIDE_HEADERS)
