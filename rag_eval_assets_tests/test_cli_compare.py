@@ -51,6 +51,11 @@ def test_exit_codes_and_comparison_json(tmp_path, capsys, monkeypatch):
     # The question table, then each question with its (here empty) lists.
     assert [line for line in text.splitlines() if line.startswith("  q0") and ": " in line] == [
         f"  q00{i}: Question q00{i}?" for i in range(3)]
+    # A cell where no question moved says so, with no empty table.
+    assert _compare(base, same, out, "--explain", "bm25@5") == 0
+    text = capsys.readouterr().out
+    assert "bm25@5 ndcg@k (no significant change): 0 questions down (0 success → failure), 0 up (0 failure → " \
+           "success); no question moved" in text and "query_id" not in text
     assert _compare(base, worse, out, "--explain", "dense@5") == 2
     assert "error: --explain dense@5: no judged cell dense@5; the cells are bm25@5" in capsys.readouterr().err
 

@@ -19,9 +19,11 @@ SIDE_HEADERS = ["rank", "base: document / chunk", "base score", "cand: document 
 def evidence_title(e: Mapping[str, Any]) -> str:
     """"bm25@10 ndcg@k (worse): 60 questions down (0 success → failure), 0 up; the 10 that moved it most, drops
     first"."""
-    return (f"{e['retriever']}@{e['k']} {e['metric']} ({e['result']}): {e['drops']} questions down "
-            f"({e['flips_down']} success → failure), {e['gains']} up ({e['flips_up']} failure → success); "
-            f"the {len(e['questions'])} that moved it most, {e['order']}")
+    head = (f"{e['retriever']}@{e['k']} {e['metric']} ({e['result']}): {e['drops']} questions down "
+            f"({e['flips_down']} success → failure), {e['gains']} up ({e['flips_up']} failure → success)")
+    if not e["questions"]:
+        return f"{head}; no question moved"
+    return f"{head}; the {len(e['questions'])} that moved it most, {e['order']}"
 
 
 def gold_text(q: Mapping[str, Any], k: int) -> str:
@@ -78,7 +80,7 @@ def answer_lines(q: Mapping[str, Any]) -> list[str]:
 
 def evidence_text(e: Mapping[str, Any], *, full: bool = False) -> list[str]:
     """Terminal lines: the title and the question table; with `full`, each question's side-by-side lists too."""
-    lines = [evidence_title(e), *text_table(QUESTION_HEADERS, question_rows(e))]
+    lines = [evidence_title(e), *(text_table(QUESTION_HEADERS, question_rows(e)) if e["questions"] else [])]
     if full:
         for q in e["questions"]:
             lines += ["", f"  {q['change']['query_id']}: {q['change']['question'] or ''}",
@@ -90,7 +92,8 @@ def evidence_text(e: Mapping[str, Any], *, full: bool = False) -> list[str]:
 
 def evidence_markdown(e: Mapping[str, Any], heading: str = "####", *, full: bool = False) -> str:
     """The same as Markdown under `heading`."""
-    parts = [f"{heading} {evidence_title(e)}", markdown_table(QUESTION_HEADERS, question_rows(e))]
+    parts = [f"{heading} {evidence_title(e)}", *([markdown_table(QUESTION_HEADERS, question_rows(e))]
+                                                  if e["questions"] else [])]
     if full:
         for q in e["questions"]:
             parts.append(f"**{q['change']['query_id']}**: {q['change']['question'] or ''} (gold rank base → cand: "
