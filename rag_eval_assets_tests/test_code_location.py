@@ -92,7 +92,9 @@ def test_only_steps_that_call_an_llm_take_a_slot_of_the_llm_pool(tmp_path):
     for name, extra in (("offline", ""),
                         ("llm judge, extractive answers", "llm: {base_url: 'http://127.0.0.1:9/v1', model: m}\n"),
                         ("llm answers", "llm: {base_url: 'http://127.0.0.1:9/v1', model: m}\n"
-                                        "answering: {answerer: llm}\njudge: {enabled: false}\n")):
+                                        "answering: {answerer: llm}\njudge: {enabled: false}\n"),
+                        ("ragas' llm metrics", "llm: {base_url: 'http://127.0.0.1:9/v1', model: m}\n"
+                                               "ragas: {llm_metrics: true}\n")):
         config = tmp_path / f"{len(pools)}.yaml"
         config.write_text(base + extra, encoding="utf-8")
         defs = build_defs(config)
@@ -100,8 +102,11 @@ def test_only_steps_that_call_an_llm_take_a_slot_of_the_llm_pool(tmp_path):
                        for key in ("answers", "judged_answers", "generated_queries", "answer_metrics_per_query")}
     assert pools == {
         "offline": dict.fromkeys(("answers", "judged_answers", "generated_queries", "answer_metrics_per_query")),
+        # ragas' LLM metrics are off unless asked for: scoring the answers then calls no LLM.
         "llm judge, extractive answers": {"answers": None, "judged_answers": "llm", "generated_queries": "llm",
-                                          "answer_metrics_per_query": "llm"},
+                                          "answer_metrics_per_query": None},
         "llm answers": {"answers": "llm", "judged_answers": None, "generated_queries": "llm",
-                        "answer_metrics_per_query": "llm"},
+                        "answer_metrics_per_query": None},
+        "ragas' llm metrics": {"answers": None, "judged_answers": "llm", "generated_queries": "llm",
+                               "answer_metrics_per_query": "llm"},
     }
