@@ -15,7 +15,8 @@ GOOD = {"query_id": "test_001", "judge": "correctness", "judge_input_sha256": "a
         "judge_prompt_version": "v1"}
 
 
-def test_a_bad_grade_stops_the_run_in_preflight(tmp_path: Path, capsys) -> None:
+def test_a_bad_grade_stops_the_run_in_preflight(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))  # an instance of its own, never the one make exports
     evalset = sample_evalset(tmp_path)
     path = grades_path(evalset)
     path.write_text(json.dumps(GOOD) + "\n" + json.dumps({**GOOD, "query_id": "test_002", "grade": 9}) + "\n"

@@ -45,7 +45,9 @@ def compare(config: Path, base: Path, cand: Path, out: Path, capsys) -> tuple[in
     return code, json.loads((out / "comparison.json").read_text(encoding="utf-8")), capsys.readouterr().out
 
 
-def test_worse_answers_stay_worse_after_grading_whatever_the_judge_agrees(tmp_path: Path, capsys) -> None:
+def test_worse_answers_stay_worse_after_grading_whatever_the_judge_agrees(tmp_path: Path, capsys,
+                                                                          monkeypatch) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))  # an instance of its own
     evalset = sample_evalset(tmp_path)
     with llm_fault_server(responder=responder(Judge(bias=2))) as server:
         config = write_config(tmp_path, evalset, server.base_url, max_tokens=512)
@@ -90,7 +92,8 @@ def test_worse_answers_stay_worse_after_grading_whatever_the_judge_agrees(tmp_pa
     assert "correctness (calibrated)" in text
 
 
-def test_a_judge_that_drifted_alone_is_no_change_after_grading(tmp_path: Path, capsys) -> None:
+def test_a_judge_that_drifted_alone_is_no_change_after_grading(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))  # an instance of its own
     evalset = sample_evalset(tmp_path)
     judge = Judge(bias=2)
     with llm_fault_server(responder=responder(judge)) as server:

@@ -40,6 +40,7 @@ def calls(server) -> Counter:
 
 
 def test_every_call_goes_where_its_role_says(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))  # an instance of its own
     monkeypatch.setenv("ANSWER_KEY", ANSWER_KEY)
     monkeypatch.setenv("JUDGE_KEY", JUDGE_KEY)
     monkeypatch.setenv("JUDGE_HEADERS", json.dumps({"X-Team": TEAM}))

@@ -107,11 +107,12 @@ def test_grades_make_the_report_again_with_agreement_and_calibrated_estimate_wit
     assert (f"| groundedness | 4 | 75% | 100% | {expected.kappa:.2f} | {expected.spearman:.2f} | "
             f"{expected.mean_bias:+.2f} | undecided: 4 graded answer(s), fewer than 10 |") in summary
     assert (f"| 4 (< 10: not used by the gate) | {calibrated.estimate:.2f} | "
-            f"[{calibrated.low:.2f}, {calibrated.high:.2f}] |") in summary
+            f"[{calibrated.low:.2f}, {calibrated.high:.2f}], n 4 grades of {cell['answers']} answers |") in summary
     assert MEANS_EXPLAINED in summary
     page = (run_dir / REPORT_FILE).read_text(encoding="utf-8")
     assert '<section id="judges"><h2>Can the judge be trusted?</h2>' in page
-    assert f"<td>{calibrated.estimate:.2f}</td><td>[{calibrated.low:.2f}, {calibrated.high:.2f}]</td>" in page
+    assert (f"<td>{calibrated.estimate:.2f}</td><td>[{calibrated.low:.2f}, {calibrated.high:.2f}], n 4 grades of "
+            f"{cell['answers']} answers</td>") in page
     assert "fewer than 10: these figures say little about the judge" in page
     assert html.escape(MEANS_EXPLAINED) in page
     event = _metadata(steps)
