@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from rag_eval_assets.cli.config import configured
+from rag_eval_assets.cli.config import configured, given_run
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.verdict.corrections import CORRECTIONS
 
@@ -31,7 +31,7 @@ def _compare(args: argparse.Namespace) -> int:
     from rag_eval_assets.reports.comparison import comparison_markdown, format_comparison, format_explained
     from rag_eval_assets.verdict.compare import compare_runs
     from rag_eval_assets.verdict.settings import GateSettings
-    from rag_eval_assets.runs.store import COMPARISON_JSON, COMPARISON_MD, read_run
+    from rag_eval_assets.runs.store import COMPARISON_JSON, COMPARISON_MD
     from rag_eval_assets.settings_base import problems
 
     settings = configured(args)
@@ -43,14 +43,10 @@ def _compare(args: argparse.Namespace) -> int:
         return 2
     runs = []
     for role, given in (("base", args.base), ("candidate", args.cand)):
-        path = Path(given)
-        if not path.is_dir() and settings is not None and (settings.runs_dir / given).is_dir():
-            path = settings.runs_dir / given
-        try:
-            runs.append(read_run(path))
-        except InputError as exc:
-            print(f"error: the {role} run {given} cannot be read: {exc}", file=sys.stderr)
+        run = given_run(given, settings, f"the {role} run")
+        if run is None:
             return MISSING_RUN
+        runs.append(run)
     try:
         grading = configured_grading(settings.evalset.path, settings.judge) if settings is not None else None
     except InputError as exc:

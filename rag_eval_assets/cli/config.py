@@ -12,3 +12,21 @@ def configured(args: argparse.Namespace):
 
     path = Path(args.config) if args.config else default_config_path()
     return load_settings(path) if args.config or path.is_file() else None
+
+
+def given_run(given: str, settings, what: str):
+    """The run `given` names, a run directory or a run id of the configured runs_dir; None, said on stderr, when it
+    cannot be read (`what` names it there: "the base run", "the run")."""
+    import sys
+
+    from rag_eval_assets.errors import InputError
+    from rag_eval_assets.runs.store import read_run
+
+    path = Path(given)
+    if not path.is_dir() and settings is not None and (settings.runs_dir / given).is_dir():
+        path = settings.runs_dir / given
+    try:
+        return read_run(path)
+    except InputError as exc:
+        print(f"error: {what} {given} cannot be read: {exc}", file=sys.stderr)
+        return None

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from rag_eval_assets.cli.config import configured
-from rag_eval_assets.errors import InputError
+from rag_eval_assets.cli.config import configured, given_run
 
 MISSING = 3  # a run directory missing or unreadable, or a question neither run has
 
 
 def _show(args: argparse.Namespace) -> int:
     from rag_eval_assets.reports.question_view import format_question
-    from rag_eval_assets.runs.store import read_run
 
     settings = configured(args)
     runs = []
@@ -22,14 +19,10 @@ def _show(args: argparse.Namespace) -> int:
         if given is None:
             runs.append(None)
             continue
-        path = Path(given)
-        if not path.is_dir() and settings is not None and (settings.runs_dir / given).is_dir():
-            path = settings.runs_dir / given
-        try:
-            runs.append(read_run(path))
-        except InputError as exc:
-            print(f"error: the run {given} cannot be read: {exc}", file=sys.stderr)
+        run = given_run(given, settings, "the run")
+        if run is None:
             return MISSING
+        runs.append(run)
     try:
         print(format_question(runs[0], args.question, runs[1]), end="")
     except KeyError as exc:
