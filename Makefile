@@ -59,11 +59,12 @@ postgres:
 
 # Test files run side by side, one file to a worker (--dist loadfile), so a module's servers and pipelines are built
 # once; most of a file's time is waiting on the servers and subprocesses it starts, so two workers fit two cores.
+# Files go out in the order conftest.py gives (the slowest first), not xdist's most-tests-first.
 # The import contracts go first (pyproject.toml, [tool.importlinter]): seconds, and a broken one names its chain.
 TEST_WORKERS ?= 2
 test: $(STAMP) $(LLM_STAMP) $(INSTANCE) browser postgres
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
 
 ui: $(STAMP) $(INSTANCE)
 	DAGSTER_HOME=$(DAGSTER_HOME) RAG_EVAL_CONFIG=$(CONFIG) $(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p $(PORT)

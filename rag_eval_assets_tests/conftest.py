@@ -21,3 +21,23 @@ def _dagster_home_left_as_found():
         os.environ.pop("DAGSTER_HOME", None)
     else:
         os.environ["DAGSTER_HOME"] = before
+
+
+# The files that take minutes (whole nights under the daemon, a real LLM's grading, the README's tour), longest
+# first. `make test` runs files side by side with `--no-loadscope-reorder`, so these start at once and run beside
+# the many short files; xdist's default order (most tests first) left them for the end, one worker idle.
+SLOW_FILES_FIRST = (
+    "test_nightly_verdicts.py",
+    "test_nightly_on_demand.py",
+    "test_judges_llama.py",
+    "test_nightly_host.py",
+    "test_readme_examples.py",
+    "test_pipeline_llm.py",
+    "test_dask_from_config.py",
+    "test_incremental.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    first = {name: i for i, name in enumerate(SLOW_FILES_FIRST)}
+    items.sort(key=lambda item: first.get(item.path.name, len(first)))  # stable: the rest keep their order
