@@ -437,6 +437,21 @@ def test_a_tie_is_called_a_tie_in_the_ranking_and_in_summary_md(tmp_path: Path) 
     assert "| 3 | bm25 |  | 0.031 | 0.6667 |" in run.summary
 
 
+def test_the_ranking_is_over_the_questions_every_retriever_scored(tmp_path: Path) -> None:
+    from rag_eval_assets.verdict.ranking import rank_retrievers
+
+    # The last 20 questions are hard: bm25 fails them, and dense has no value there (a failed judge, say). Each on
+    # its own questions, dense (36 of 40) would lead bm25 (40 of 60); on the 40 both scored bm25 finds all.
+    dense = hits(set(range(36)))[:40] + [np.nan] * 20
+    bm25 = hits(set(range(40)))
+    (ranking,) = rank_retrievers(crafted_run(tmp_path, "gaps", {("dense", 5): dense, ("bm25", 5): bm25}))
+    assert [(r.retriever, r.value, r.n) for r in ranking.retrievers] == [("bm25", 1.0, 40), ("dense", 0.9, 40)]
+    # No question both scored: nothing to rank at that k.
+    apart = crafted_run(tmp_path, "apart", {("dense", 5): [np.nan] * 30 + [1.0] * 30,
+                                             ("bm25", 5): [1.0] * 30 + [np.nan] * 30})
+    assert rank_retrievers(apart) == []
+
+
 def test_a_broken_service_beside_unchanged_retrievers_is_worse(tmp_path: Path) -> None:
     # The trial that found the bug: 15 labelled questions (the others have no gold), bm25 / dense / hybrid untouched
     # and the team's service at four k; the service now returns a random chunk for most questions.
