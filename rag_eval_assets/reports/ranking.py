@@ -44,7 +44,8 @@ def variant_rows(ranking: KRanking, aggregate: pd.DataFrame) -> list[VariantRow]
                  str(r.n)]
         for metric in others:
             found = at_k.get((r.retriever, metric))
-            cells.append("—" if found is None else f"{cell_text(found.value)} {_interval(found.ci_low, found.ci_high, 3)}")
+            cells.append("—" if found is None
+                         else f"{cell_text(found.value)} {_interval(found.ci_low, found.ci_high, 3)}")
         rows.append(VariantRow(r.retriever, mark, tuple(cells)))
     return rows
 

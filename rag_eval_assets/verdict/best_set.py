@@ -11,13 +11,14 @@ the set is the variants whose p-value exceeds alpha. The positive part is Hsu's 
 out-scores on the mean has M_i = 0 and p = 1, so the arg-max of the means is always in.
 
 Why it covers the true best with probability at least 1 - alpha: for a best variant b every other variant j has
-mu_j <= mu_b. Where mu_j = mu_b and the per-question differences against b are symmetric about 0 (the least
-favourable configuration; exchangeable noise gives it), the sign flips are the exact null distribution of the max
-over j, so b leaves the set with probability alpha at most; a j truly worse than b only pulls its T_jb down. That
-is the subset-pivotality argument of the gate's joint correction (joint.py), applied with b as the control of
-Dunnett's comparisons with a control, which is Hsu's device: since b is unknown, every variant is tried as b and
-each gets its own critical value over the m - 1 others, with no correction across the m tries (only the true
-best's test matters for coverage). With several variants tied at the best, each of them is covered with
+mu_j <= mu_b. Where every mu_j = mu_b (the least favourable configuration) and each question's vector of
+differences against b is as likely as its negation (Gaussian noise gives it exactly; averages over many questions
+nearly, which the simulation's bounded, discrete nDCG scores confirm), the sign flips are the exact null
+distribution of the max over j, so b leaves the set with probability alpha at most; a j truly worse than b only
+pulls its T_jb down. That is the subset-pivotality argument of the gate's joint correction (joint.py), applied with
+b as the control of Dunnett's comparisons with a control, which is Hsu's device: since b is unknown, every variant
+is tried as b and each gets its own critical value over the m - 1 others, with no correction across the m tries
+(only the true best's test matters for coverage). With several variants tied at the best, each of them is covered with
 probability at least 1 - alpha, so at least one is; all of them at once is not promised (the union bound gives
 1 - t * alpha for t tied variants; the simulation in rag_eval_assets_tests/best_set_simulation.py measures it).
 
