@@ -120,12 +120,16 @@ def test_compare_gives_the_three_outcomes(nights, tmp_path, capsys):
 def test_the_ui_metadata_leads_with_the_verdict_and_holds_the_whole_gate_table(nights):
     tmp, runs, metadata = nights
     evaluation, comparison = metadata["evaluation_run"], metadata["run_comparison"]
-    assert list(evaluation)[:4] == ["verdict", "verdict_score", "gate", "ranking"]
+    assert list(evaluation)[:5] == ["verdict", "verdict_score", "gate", "best", "ranking"]
     assert evaluation["verdict"].value.startswith(f"worse against run {runs['k1_1.0'][1].name} (exit 1; decided by")
     assert evaluation["verdict_score"].value == -1.0
     assert evaluation["ndcg@10 bm25"].value == pytest.approx(BROKEN[10])
     assert evaluation["ranking"].value.startswith(
-        "\n".join(f"- k={k}: bm25 alone, ndcg@k {BROKEN[k]:.3f}" for k in BROKEN) + "\n\n| k | rank | retriever |")
+        "\n".join(f"- k={k}: bm25 alone, ndcg@k {BROKEN[k]:.3f}" for k in BROKEN)
+        + "\n\n### k=1\n\n| rank | retriever | best set | p (best) | ndcg@k (gate) |")
+    # One retriever: the best, alone in its set, at every k.
+    assert [(r.data["k"], r.data["best"], r.data["set_size"]) for r in evaluation["best"].value.records] == [
+        (k, "bm25", 1) for k in BROKEN]
     assert list(comparison)[:3] == ["verdict", "verdict_score", "gate"]
     gate = comparison["gate"].value
     for k in (1, 3, 5, 10):

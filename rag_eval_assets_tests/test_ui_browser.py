@@ -1,13 +1,18 @@
 """The Dagster UI as a person uses it: `dagster dev` (webserver and daemon) driven through Debian's Chromium.
 
-The test reads the asset catalog and the lineage graph, launches a materialization of `evalset` with the UI's own
-Materialize button, and checks through GraphQL and the files on disk that the run really happened. Screenshots of
-the graph and of the materialized asset land in test-artifacts/ui/.
+The first test reads the asset catalog and the lineage graph, launches a materialization of `evalset` with the UI's
+own Materialize button, and checks through GraphQL and the files on disk that the run really happened. The second
+runs a sweep of three BM25 variants twice with `rag-eval run` (one variant broken in the second run), checks the
+verdict against the baseline per variant, and reads the best and the confidence set of the best per k in
+evaluation_run's metadata in the UI. Screenshots land in test-artifacts/ui/.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +24,8 @@ from rag_eval_assets.evalset.load import load_evalset
 from rag_eval_assets_tests.real_components import CHROMIUM, CHROMIUM_ARGS, unavailable
 from rag_eval_assets_tests.dagster_server import BIN, REPO, dagster_env, graphql, running_server, wait_for_asset_keys
 from rag_eval_assets_tests.stored_tables import stored_table
+from rag_eval_assets_tests.synthetic_beir import write_collection
+from rag_eval_assets_tests.waiting import run_to_end
 
 ARTIFACTS = REPO / "test-artifacts" / "ui"
 EVALSET_NAME = "sample_eval_set"
@@ -169,3 +176,78 @@ def _wait_for_run(url: str, short_id: str) -> dict:
             return run
         assert time.monotonic() < deadline, f"run {run_id} still {run['status']} after {RUN_TIMEOUT:.0f}s"
         time.sleep(1)
+
+
+# The sweep on the generated BEIR collection (synthetic_beir.py; nDCG by hand in test_pipeline_verdict.py): at k = 1
+# k1 0.9 finds 62 of 66 queries' document first, k1 1.0 64 (the same ones and two more), k1 0.05 with b 0 none.
+SWEEP = {"bm25_k1-0.9": (0.9, 0.4), "bm25_k1-1.0": (1.0, 0.4), "bm25_trial": (0.9, 0.4)}
+BROKEN = (0.05, 0.0)
+
+
+def _sweep_config(tmp: Path, collection: Path, variants: dict[str, tuple[float, float]]) -> Path:
+    path = tmp / "rag_eval.yaml"
+    retrievers = ", ".join(f"{name}: {{kind: bm25, k1: {k1}, b: {b}}}" for name, (k1, b) in variants.items())
+    path.write_text(
+        f"storage_dir: {tmp / 'store'}\n"
+        f"corpus: {{id: synthetic, path: {collection}, language: en}}\n"
+        f"evalset: {{name: synthetic, path: {collection}}}\n"
+        "chunking: {chunk_size_chars: 100000, overlap_chars: 0}\n"
+        f"retrievers: {{{retrievers}}}\nk_values: [1, 5]\n"
+        "answering: {k_values: [5]}\nretrieval: {level: doc}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_a_sweep_shows_its_best_and_the_set_in_the_ui_and_is_judged_per_variant(browser, tmp_path):
+    from playwright.sync_api import expect  # importable: the browser fixture skipped or failed otherwise
+
+    collection = write_collection(tmp_path / "beir")
+    env = dagster_env(tmp_path / "home", tmp_path / "rag_eval.yaml")
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+    def rag_eval_run(variants: dict[str, tuple[float, float]]) -> int:
+        # A process of its own, as a person runs it (and away from the browser's event loop).
+        config = _sweep_config(tmp_path, collection, variants)
+        done = run_to_end([sys.executable, "-m", "rag_eval_assets.cli", "--config", str(config), "run"], cwd=tmp_path,
+                          env=env)
+        return done.returncode
+
+    # The baseline: bm25_trial is bm25_k1-0.9 under another name. Then the trial is broken: worse, it alone.
+    assert rag_eval_run(SWEEP) == 0
+    assert rag_eval_run({**SWEEP, "bm25_trial": BROKEN}) == 1
+    runs = sorted((p for p in (tmp_path / "store" / "runs").iterdir() if not p.name.startswith(".")),
+                  key=lambda p: json.loads((p / "metrics.json").read_text())["run"]["created_at"] + p.name)
+    comparison = json.loads((runs[-1] / "comparison.json").read_text(encoding="utf-8"))
+    assert comparison["verdict"] == "worse"
+    assert {c["retriever"] for c in comparison["cells"] if c["result"] == "worse"} == {"bm25_trial"}
+    assert {c["result"] for c in comparison["cells"] if c["retriever"] != "bm25_trial"} == {"no significant change"}
+    baseline = (runs[0] / "summary.md").read_text(encoding="utf-8")
+    # Identical variants are in or out together: in the baseline the trial is in the set beside its twin.
+    assert ("- k=1: bm25_k1-1.0 best, ndcg@k 0.970 vs bm25_k1-0.9 0.939; 3 variants may be the best at alpha 0.05 "
+            "(all): bm25_k1-1.0, bm25_k1-0.9, bm25_trial") in baseline
+    summary = (runs[-1] / "summary.md").read_text(encoding="utf-8")
+    assert ("- k=1: bm25_k1-1.0 best, ndcg@k 0.970 vs bm25_k1-0.9 0.939; 2 variants may be the best at alpha 0.05: "
+            "bm25_k1-1.0, bm25_k1-0.9") in summary
+    # The second run sweeps k1 and b: one table and chart each, b's lines per k1.
+    assert "## The sweep (k=1)" in summary and "| k1 | b = 0.0 | b = 0.4 |" in summary
+
+    with running_server([str(BIN / "dagster-webserver"), "-w", "workspace.yaml"], env, tmp_path / "web.log") as url:
+        wait_for_asset_keys(url)
+        page = browser.new_page(viewport={"width": 1600, "height": 1200})
+        page.set_default_timeout(UI_TIMEOUT_MS)
+        graphql(url, "mutation { setNuxSeen }")  # the newsletter dialog a new instance opens with
+        page.goto(f"{url}/assets/evaluation_run")
+        # The `best` entry is a table the Metadata section shows in place: one row per k.
+        best = page.locator("table:not(:has(table))", has=page.locator("th", has_text="may_be_best"))
+        rows = best.locator("tbody tr")
+        expect(rows).to_have_count(2)  # k = 1 and k = 5
+        assert best.locator("th").all_inner_texts() == ["k", "metric", "best", "value", "set_size", "may_be_best"]
+        assert [rows.nth(i).locator("td").all_inner_texts() for i in range(2)] == [
+            ["1", "ndcg@k", "bm25_k1-1.0", "0.9697", "2", "bm25_k1-1.0, bm25_k1-0.9"],
+            ["5", "ndcg@k", "bm25_k1-1.0", "0.9888", "2", "bm25_k1-1.0, bm25_k1-0.9"]]
+        best.scroll_into_view_if_needed()
+        expect(best).to_be_in_viewport()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=ARTIFACTS / "evaluation_run_best.png")
+        page.close()

@@ -391,15 +391,33 @@ def test_write_run_records_the_comparison_with_its_baseline(tmp_path: Path, base
     assert first.comparison is None and not (base.path / "comparison.json").exists()
 
 
-def test_the_ranking_sentence_shows_the_corrected_p_value_beside_the_raw_one() -> None:
+def test_the_ranking_sentence_names_the_best_and_the_set_of_those_that_may_be_the_best() -> None:
     from rag_eval_assets.verdict.ranking import KRanking, RankedRetriever
 
-    a, b = RankedRetriever("hybrid", 0.716, 0.69, 0.74, 300), RankedRetriever("bm25", 0.677, 0.65, 0.70, 300)
-    corrected = KRanking(10, "ndcg@k", (a, b), 0.039, 0.021, 0.058, 0.012, 0.048, True)
-    assert corrected.sentence() == ("k=10: hybrid leads, ndcg@k 0.716 vs bm25 0.677, +0.039 [+0.021, +0.058], "
-                                    "p = 0.012, p_adj = 0.048")
-    alone = KRanking(10, "ndcg@k", (a, b), 0.039, 0.021, 0.058, 0.0001, 0.0001, True)
-    assert alone.sentence().endswith("+0.039 [+0.021, +0.058], p < 0.001")
+    a = RankedRetriever("hybrid", 0.716, 0.69, 0.74, 300, 1.0, True)
+    b = RankedRetriever("bm25", 0.677, 0.65, 0.70, 300, 0.012, False)
+    c = RankedRetriever("dense", 0.601, 0.57, 0.63, 300, 0.0001, False)
+    alone = KRanking(10, "ndcg@k", (a, b, c), 0.05)
+    assert alone.best_set == ("hybrid",)
+    assert alone.sentence() == ("k=10: hybrid best, ndcg@k 0.716 vs bm25 0.677; the only one that may be the best at "
+                                "alpha 0.05 (others p <= 0.012)")
+    far = KRanking(10, "ndcg@k", (a, RankedRetriever("bm25", 0.5, 0.4, 0.6, 300, 0.0002, False)), 0.05)
+    assert far.sentence().endswith("(others p < 0.001)")
+    two = KRanking(10, "ndcg@k", (a, RankedRetriever("bm25", 0.677, 0.65, 0.70, 300, 0.2, True), c), 0.1)
+    assert two.sentence() == ("k=10: hybrid best, ndcg@k 0.716 vs bm25 0.677; 2 variants may be the best at alpha "
+                              "0.1: hybrid, bm25")
+    many = KRanking(5, "hit@k", tuple(RankedRetriever(f"bm25_k1-{i}", 0.9 - i / 100, 0.8, 0.95, 60, 0.5, True)
+                                      for i in range(10)), 0.05)
+    assert many.sentence() == ("k=5: bm25_k1-0 best, hit@k 0.900 vs bm25_k1-1 0.890; 10 variants may be the best at "
+                               "alpha 0.05 (all): " + ", ".join(f"bm25_k1-{i}" for i in range(8)) + " and 2 more")
+    assert KRanking(5, "hit@k", (a,), 0.05).sentence() == "k=5: hybrid alone, hit@k 0.716"
+    # Every retriever tied at the top: the tie says it all.
+    same = tuple(RankedRetriever(name, 0.75, 0.6, 0.9, 60, 1.0, True) for name in ("a", "b", "c"))
+    assert KRanking(5, "hit@k", same, 0.05).sentence() == "k=5: a, b and c tie at 0.750 (hit@k)"
+    # A tie beside others that may be the best too.
+    beside = (*same[:2], RankedRetriever("c", 0.7, 0.6, 0.9, 60, 0.3, True), c)
+    assert KRanking(5, "hit@k", beside, 0.05).sentence() == (
+        "k=5: a and b tie at 0.750 (hit@k); 3 variants may be the best at alpha 0.05: a, b, c")
 
 
 def test_a_tie_is_called_a_tie_in_the_ranking_and_in_summary_md(tmp_path: Path) -> None:
@@ -409,9 +427,29 @@ def test_a_tie_is_called_a_tie_in_the_ranking_and_in_summary_md(tmp_path: Path) 
     run = crafted_run(tmp_path, "tie", {("dense", 5): same, ("hybrid", 5): same, ("bm25", 5): hits(BASE)})
     (ranking,) = rank_retrievers(run)
     assert ranking.tied == ("dense", "hybrid")
-    assert ranking.sentence() == "k=5: dense and hybrid tie at 0.750 (ndcg@k)"
-    assert "## Which retriever is best\n\n- k=5: dense and hybrid tie at 0.750 (ndcg@k)" in run.summary
-    assert "| 5 | 3 | bm25 | ndcg@k | 0.6667 |" in run.summary
+    # bm25 finds 5 questions fewer and no other: 1 of the 32 sign patterns of those 5 is as extreme (p 1/32).
+    assert [(r.retriever, r.p_best, r.may_be_best) for r in ranking.retrievers] == [
+        ("dense", 1.0, True), ("hybrid", 1.0, True), ("bm25", 1 / 32, False)]
+    assert ranking.sentence() == ("k=5: dense and hybrid tie at 0.750 (ndcg@k); no other may be the best at alpha "
+                                  "0.05 (others p <= 0.031)")
+    assert f"## Which retriever is best\n\n- {ranking.sentence()}\n\n### k=5" in run.summary
+    assert "| 1 | dense | best | 1.000 | 0.7500 |" in run.summary
+    assert "| 3 | bm25 |  | 0.031 | 0.6667 |" in run.summary
+
+
+def test_the_ranking_is_over_the_questions_every_retriever_scored(tmp_path: Path) -> None:
+    from rag_eval_assets.verdict.ranking import rank_retrievers
+
+    # The last 20 questions are hard: bm25 fails them, and dense has no value there (a failed judge, say). Each on
+    # its own questions, dense (36 of 40) would lead bm25 (40 of 60); on the 40 both scored bm25 finds all.
+    dense = hits(set(range(36)))[:40] + [np.nan] * 20
+    bm25 = hits(set(range(40)))
+    (ranking,) = rank_retrievers(crafted_run(tmp_path, "gaps", {("dense", 5): dense, ("bm25", 5): bm25}))
+    assert [(r.retriever, r.value, r.n) for r in ranking.retrievers] == [("bm25", 1.0, 40), ("dense", 0.9, 40)]
+    # No question both scored: nothing to rank at that k.
+    apart = crafted_run(tmp_path, "apart", {("dense", 5): [np.nan] * 30 + [1.0] * 30,
+                                             ("bm25", 5): [1.0] * 30 + [np.nan] * 30})
+    assert rank_retrievers(apart) == []
 
 
 def test_a_broken_service_beside_unchanged_retrievers_is_worse(tmp_path: Path) -> None:

@@ -17,9 +17,18 @@ from matplotlib.figure import Figure
 
 from rag_eval_assets.metrics.ragas_context import RAGAS_METRICS
 
+CHARTS_DIR = "charts"  # in the run directory, beside summary.md and report.html, which show them
 FIGSIZE = (9.0, 5.0)
 DPI = 100
 TYPE_METRICS = ("hit@k", "mrr@k")
+
+
+def report_k(ks: Sequence[int]) -> int:
+    """The k the single-k charts use by default: the lower median of the run's k values (5 of 1, 3, 5, 10, 20)."""
+    values = sorted(set(int(k) for k in ks))
+    if not values:
+        raise ValueError("the run has no k")
+    return values[(len(values) - 1) // 2]
 
 
 def plot_hit_bars(aggregate: pd.DataFrame, path: str | Path, *, k: int) -> Path:
@@ -145,6 +154,28 @@ def plot_trend(history: pd.DataFrame, path: str | Path, *, metric: str) -> Path:
     ax.set_ylabel(metric)
     ax.set_title(title)
     ax.legend()
+    return _save(fig, path)
+
+
+def plot_sweep(points: pd.DataFrame, path: str | Path, *, metric: str, parameter: str, line: str | None,
+               x_values: Sequence[str], title: str) -> Path:
+    """`metric` against one swept parameter, one line per value of another (`line`), from rows (x, line, retriever,
+    value, may_be_best) (reports/sweep.py profile) with the x labels in axis order: each point the best variant with
+    those values, filled when it may be the best, hollow when it is out of the confidence set."""
+    fig, ax = _figure()
+    position = {label: i for i, label in enumerate(x_values)}
+    for label, group in points.groupby("line", sort=False):
+        xs = group["x"].map(position).to_numpy(dtype=float)
+        (drawn,) = ax.plot(xs, group["value"].to_numpy(dtype=float), label=f"{line} = {label}" if line else metric)
+        inside = group["may_be_best"].to_numpy(dtype=bool)
+        ax.scatter(xs[inside], group["value"].to_numpy(dtype=float)[inside], color=drawn.get_color(), zorder=3)
+        ax.scatter(xs[~inside], group["value"].to_numpy(dtype=float)[~inside], facecolors="white",
+                   edgecolors=drawn.get_color(), zorder=3)
+    ax.set_xticks(range(len(x_values)), x_values, rotation=30 if len(x_values) > 6 else 0)
+    ax.set_xlabel(parameter)
+    ax.set_ylabel(metric)
+    ax.set_title(title)
+    ax.legend(title="filled: may be the best", fontsize=8)
     return _save(fig, path)
 
 

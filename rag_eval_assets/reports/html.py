@@ -15,6 +15,7 @@ import pandas as pd
 
 from rag_eval_assets.corpus.gold import unresolved_summary
 from rag_eval_assets.reports.charts import (
+    CHARTS_DIR,
     DPI,
     FIGSIZE,
     plot_by_slice,
@@ -22,7 +23,9 @@ from rag_eval_assets.reports.charts import (
     plot_hit_bars,
     plot_hit_vs_k,
     plot_stage_costs,
+    plot_sweep,
     plot_trend,
+    report_k,
 )
 from rag_eval_assets.reports.judges import (
     AGREEMENT_HEADERS,
@@ -36,6 +39,7 @@ from rag_eval_assets.reports.judges import (
     self_consistency_rows,
 )
 from rag_eval_assets.reports.markdown import cell_text, metric_pivot
+from rag_eval_assets.reports.ranking import BEST, IN_SET, variant_headers, variant_rows
 from rag_eval_assets.reports.summary import (
     CALL_HEALTH_HEADERS,
     UNRESOLVED_HEADERS,
@@ -44,6 +48,7 @@ from rag_eval_assets.reports.summary import (
     not_computed_label,
     unresolved_rows,
 )
+from rag_eval_assets.reports.sweep import SweepChart, charted_ranking, sweep_charts
 from rag_eval_assets.reports.verdict_html import VERDICT_CSS, verdict_section
 from rag_eval_assets.runs.contents import JUDGES, UNRESOLVED_GOLD
 from rag_eval_assets.runs.history import run_history
@@ -53,7 +58,6 @@ from rag_eval_assets.verdict.ranking import KRanking, rank_retrievers
 from rag_eval_assets.verdict.settings import GateSettings
 
 REPORT_FILE = "report.html"
-CHARTS_DIR = "charts"
 # Chart name -> caption, in report order; by_<family> charts exist only for the slices the evalset has.
 CHARTS = {
     "trend": "the gate metric over the last runs of this evalset",
@@ -80,15 +84,10 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .2rem 1rem; }
 dt { font-weight: 600; } dd { margin: 0; font-family: monospace; }
 figure { margin: 1.5rem 0; } figcaption { color: #555; font-size: .9rem; }
 img { max-width: 100%; height: auto; border: 1px solid #eee; }
+tr.best td { background: #d7f0dd; font-weight: 600; } tr.may-be-best td { background: #eef8f0; }
+#ranking td { white-space: nowrap; }
 """
-
-
-def report_k(ks: Sequence[int]) -> int:
-    """The k the single-k charts use by default: the lower median of the run's k values (5 of 1, 3, 5, 10, 20)."""
-    values = sorted(set(int(k) for k in ks))
-    if not values:
-        raise ValueError("the run has no k")
-    return values[(len(values) - 1) // 2]
+ROW_CLASS = {BEST: "best", IN_SET: "may-be-best"}
 
 
 def slice_families(aggregate: pd.DataFrame) -> list[str]:
@@ -105,10 +104,14 @@ def render_charts(run: Run, charts_dir: str | Path, *, k: int | None = None,
     k = k if k is not None else report_k(aggregate["k"])
     reasons = {r["metric"]: r["reason"] for r in run.metrics.get("not_computed") or []}
     charts = {}
-    at_k = [r for r in rankings if r.k == k] or list(rankings)
-    if at_k:
-        metric = f"{at_k[0].metric.removesuffix('@k')}@{at_k[0].k}"
+    charted = charted_ranking(rankings, k)
+    if charted is not None:
+        metric = f"{charted.metric.removesuffix('@k')}@{charted.k}"
         charts["trend"] = plot_trend(_trend_frame(run, metric), charts_dir / "trend.png", metric=metric)
+        for sweep in sweep_charts(run.config, charted):
+            charts[sweep.name] = plot_sweep(sweep.points(), charts_dir / f"{sweep.name}.png", metric=sweep.metric,
+                                            parameter=sweep.parameter, line=sweep.line, x_values=sweep.x_values(),
+                                            title=sweep.title)
     charts |= {
         "hit_bars": plot_hit_bars(aggregate, charts_dir / "hit_bars.png", k=k),
         "hit_vs_k": plot_hit_vs_k(aggregate, charts_dir / "hit_vs_k.png"),
@@ -162,7 +165,8 @@ def render_html_report(run: Run, charts: Mapping[str, str | Path], *, k: int,
         f"<h1>Run {_e(run.run_id)}</h1>",
         f"<p>Created {_e(run.created_at)}. {_e(description)}</p>",
         verdict_section(run.comparison),
-        _ranking_section(rankings),
+        _ranking_section(rankings, aggregate),
+        _sweep_section(run, charted_ranking(rankings, k), charts),
         _definitions(
             [
                 ("chunk_size_chars", config_value(run.config, CHUNK_SIZE_KEY)),
@@ -189,15 +193,7 @@ def render_html_report(run: Run, charts: Mapping[str, str | Path], *, k: int,
         sections += ['<h2 id="unresolved-gold">Unresolved gold</h2>', f"<p>{_e(unresolved_summary(unresolved))}</p>",
                      _table(UNRESOLVED_HEADERS, unresolved_rows(unresolved))]
     sections.append("<h2>Charts</h2>")
-    width, height = int(FIGSIZE[0] * DPI), int(FIGSIZE[1] * DPI)
-    for name, caption in CHARTS.items():
-        if name not in charts:
-            continue
-        data = base64.b64encode(Path(charts[name]).read_bytes()).decode("ascii")
-        sections.append(
-            f'<figure id="chart-{name}"><img data-chart="{name}" alt="{_e(caption)}" width="{width}" '
-            f'height="{height}" src="data:image/png;base64,{data}"><figcaption>{_e(caption)}</figcaption></figure>'
-        )
+    sections += [_figure(name, caption, charts[name]) for name, caption in CHARTS.items() if name in charts]
     for family in slice_families(aggregate):
         sections += [f"<h2>By {_e(SLICE_FAMILIES[family])} (k = {k})</h2>", _slice_tables(aggregate, family, k)]
     health = run.metrics.get("call_health") or []
@@ -216,23 +212,48 @@ def render_html_report(run: Run, charts: Mapping[str, str | Path], *, k: int,
     )
 
 
-def _ranking_section(rankings: Sequence[KRanking]) -> str:
+def _ranking_section(rankings: Sequence[KRanking], aggregate: pd.DataFrame) -> str:
     if not rankings:
         return ('<section id="ranking"><h2>Which retriever is best</h2><p>not computed: no metric has a value for '
                 "every retriever</p></section>")
     items = "".join(f"<li>{_e(r.sentence())}</li>" for r in rankings)
-    rows = "".join(
-        f"<tr><td class=\"num\">{r.k}</td><td class=\"num\">{i + 1}</td><td>{_e(s.retriever)}</td>"
-        f"<td>{_e(r.metric)}</td><td class=\"num\">{s.value:.4f}</td>"
-        f"<td class=\"num\">[{s.ci_low:.4f}, {s.ci_high:.4f}]</td><td class=\"num\">{s.n}</td></tr>"
-        for r in rankings for i, s in enumerate(r.retrievers)
-    )
+    tables = []
+    for r in rankings:
+        head = "".join(f"<th>{_e(h)}</th>" for h in variant_headers(r, aggregate))
+        body = "".join(
+            f'<tr data-retriever="{_e(row.retriever)}"'
+            + (f' class="{ROW_CLASS[row.mark]}"' if row.mark in ROW_CLASS else "") + ">"
+            + "".join(f"<td>{_e(c)}</td>" if i in (1, 2) else f'<td class="num">{_e(c)}</td>'
+                      for i, c in enumerate(row.cells))
+            + "</tr>"
+            for row in variant_rows(r, aggregate))
+        tables.append(f'<h3 id="ranking-k{r.k}">k = {r.k}</h3><div class="scroll"><table data-k="{r.k}"><thead>'
+                      f"<tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
     return (
-        '<section id="ranking"><h2>Which retriever is best</h2><p>Per k, retrievers ranked on the gate metric; the '
-        "leader's margin over the runner-up is a paired test over the questions both scored.</p>"
-        f"<ul>{items}</ul><table><thead><tr><th>k</th><th>rank</th><th>retriever</th><th>metric</th><th>mean</th>"
-        f"<th>95% CI</th><th>n</th></tr></thead><tbody>{rows}</tbody></table></section>"
+        '<section id="ranking"><h2>Which retriever is best</h2><p>Per k, the retrievers ranked on the gate metric '
+        "over the questions every one of them scored. The confidence set of the best (shaded; the best in bold) holds "
+        f"the retrievers no other is significantly better than, at alpha {rankings[0].alpha:g}: the true best is in it "
+        "at least 1 - alpha of the time. p (best): the smallest alpha at which a retriever would leave the set. The "
+        "other metrics are means over the questions where each is defined.</p>"
+        f"<ul>{items}</ul>{''.join(tables)}</section>"
     )
+
+
+def _sweep_section(run: Run, charted: KRanking | None, charts: Mapping[str, str | Path]) -> str:
+    drawn: list[SweepChart] = [c for c in sweep_charts(run.config, charted) if c.name in charts] if charted else []
+    if not drawn:
+        return ""
+    figures = "".join(_figure(c.name, c.title.replace("\n", "; "), charts[c.name]) for c in drawn)
+    return (f'<section id="sweep"><h2>The sweep (k = {charted.k})</h2><p>The gate metric of each variant against '
+            "each parameter that varies among the variants of one kind, one line per value of another; filled "
+            f"points may be the best.</p>{figures}</section>")
+
+
+def _figure(name: str, caption: str, png: str | Path) -> str:
+    width, height = int(FIGSIZE[0] * DPI), int(FIGSIZE[1] * DPI)
+    data = base64.b64encode(Path(png).read_bytes()).decode("ascii")
+    return (f'<figure id="chart-{name}"><img data-chart="{name}" alt="{_e(caption)}" width="{width}" '
+            f'height="{height}" src="data:image/png;base64,{data}"><figcaption>{_e(caption)}</figcaption></figure>')
 
 
 def _judges_section(judges: Mapping[str, Any]) -> str:

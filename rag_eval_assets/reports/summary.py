@@ -11,8 +11,11 @@ import pandas as pd
 
 from rag_eval_assets.corpus.gold import unresolved_summary
 from rag_eval_assets.reports.comparison import comparison_markdown, verdict_line
+from rag_eval_assets.reports.charts import CHARTS_DIR, report_k
 from rag_eval_assets.reports.judges import judges_markdown
 from rag_eval_assets.reports.markdown import markdown_table, metrics_table_markdown
+from rag_eval_assets.reports.ranking import ranking_markdown
+from rag_eval_assets.reports.sweep import charted_ranking, sweep_charts, sweep_markdown
 from rag_eval_assets.runs.contents import JUDGES, UNRESOLVED_GOLD
 from rag_eval_assets.runs.store import CHUNK_SIZE_KEY, EVAL_SET_VERSION_KEY, OVERLAP_KEY, Run, config_value, flatten
 from rag_eval_assets.verdict.compare import Comparison
@@ -29,8 +32,13 @@ def summary_markdown(run: Run, description: str | None, previous: Run | None, ra
     if comparison is not None:
         parts.append(f"**{verdict_line(comparison)}**")
     parts += ["## Description", description or generated_description(run, previous)]
-    parts += ["## Which retriever is best", ranking_markdown(rankings)]
-    parts += metric_sections(run.aggregate_frame(), "##")
+    aggregate = run.aggregate_frame()
+    parts += ["## Which retriever is best", ranking_markdown(rankings, aggregate)]
+    charted = charted_ranking(rankings, report_k(aggregate["k"])) if len(aggregate) else None
+    charts = sweep_charts(run.config, charted) if charted is not None else []
+    if charts:
+        parts += [f"## The sweep (k={charted.k})", SWEEP_NOTE, sweep_markdown(charts, CHARTS_DIR)]
+    parts += metric_sections(aggregate, "##")
     parts.append(
         "Means over the questions where a metric is defined (a metric with no inputs for a question is not "
         "applicable to it); 95% bootstrap intervals and per-slice values are in metrics.json, per-question values "
@@ -63,21 +71,9 @@ def summary_markdown(run: Run, description: str | None, previous: Run | None, ra
     return "\n\n".join(parts) + "\n"
 
 
-RANKING_HEADERS = ["k", "rank", "retriever", "metric", "mean", "95% CI", "n"]
-
-
-def ranking_headline(rankings: Sequence[KRanking]) -> dict[str, float]:
-    """Each ranked retriever's value per k, named "<metric>@<k> <retriever>" (e.g. "ndcg@10 bm25")."""
-    return {f"{r.metric.removesuffix('@k')}@{r.k} {s.retriever}": s.value for r in rankings for s in r.retrievers}
-
-
-def ranking_markdown(rankings: Sequence[KRanking]) -> str:
-    """The ranking's sentences, then one row per (k, retriever), as report.html shows them."""
-    if not rankings:
-        return "_not computed: no metric has a value for every retriever_"
-    rows = [[str(r.k), str(i + 1), s.retriever, r.metric, f"{s.value:.4f}", f"[{s.ci_low:.4f}, {s.ci_high:.4f}]",
-             str(s.n)] for r in rankings for i, s in enumerate(r.retrievers)]
-    return "\n".join(f"- {r.sentence()}" for r in rankings) + "\n\n" + markdown_table(RANKING_HEADERS, rows)
+SWEEP_NOTE = ("The gate metric of each variant against each parameter that varies among the variants of one kind, "
+              "one column per value of another; where more parameters vary, each cell is the best variant with "
+              "those values. In bold: the variants that may be the best.")
 
 
 def metric_sections(aggregate: pd.DataFrame, level: str, *, max_rows: int | None = None, where: str = "") -> list[str]:

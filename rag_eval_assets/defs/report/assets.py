@@ -20,17 +20,13 @@ from rag_eval_assets.defs.storage.parquet_io_manager import pipeline_of_run
 from rag_eval_assets.judging.grades import grades_path
 from rag_eval_assets.judging.grading import configured_grading
 from rag_eval_assets.metrics.call_health import check_call_health, endpoint
-from rag_eval_assets.reports.html import CHARTS_DIR, build_report
+from rag_eval_assets.reports.charts import CHARTS_DIR
+from rag_eval_assets.reports.html import build_report
 from rag_eval_assets.reports.judges import judges_markdown
 from rag_eval_assets.reports.markdown import markdown_table
 from rag_eval_assets.reports.run_directory import write_run
-from rag_eval_assets.reports.summary import (
-    CALL_HEALTH_HEADERS,
-    call_health_rows,
-    metric_sections,
-    ranking_headline,
-    ranking_markdown,
-)
+from rag_eval_assets.reports.ranking import BEST_COLUMNS, best_records, ranking_headline, ranking_markdown
+from rag_eval_assets.reports.summary import CALL_HEALTH_HEADERS, call_health_rows, metric_sections
 from rag_eval_assets.runs.baseline import baseline_of_run
 from rag_eval_assets.runs.contents import JUDGES
 from rag_eval_assets.runs.listing import run_of_pipeline
@@ -131,7 +127,8 @@ def evaluation_run(
                        "baseline_run_dir": str(baseline.path) if baseline.path else None, "verdict": verdict}]),
         metadata={
             **verdict_metadata(run.comparison),
-            "ranking": dg.MetadataValue.md(ranking_markdown(rankings)),
+            "best": best_table(rankings),
+            "ranking": dg.MetadataValue.md(ranking_markdown(rankings, run.aggregate_frame())),
             **{name: dg.MetadataValue.float(value) for name, value in ranking_headline(rankings).items()},
             "run_dir": dg.MetadataValue.path(str(path)),
             "report": dg.MetadataValue.path(str(report)),
@@ -145,6 +142,15 @@ def evaluation_run(
         },
     )
     yield health_check
+
+
+def best_table(rankings: list[KRanking]) -> dg.TableMetadataValue:
+    """Per k, the best retriever and the confidence set of the best (reports/ranking.py best_records)."""
+    types = {"k": "int", "value": "float", "set_size": "int"}
+    return dg.MetadataValue.table(
+        records=[dg.TableRecord(record) for record in best_records(rankings)],
+        schema=dg.TableSchema(columns=[dg.TableColumn(name, types.get(name, "string")) for name in BEST_COLUMNS]),
+    )
 
 
 def call_health_check(s: Settings, health: pd.DataFrame) -> dg.AssetCheckResult:
