@@ -143,3 +143,29 @@ def test_the_run_records_each_variant_chunking(two_runs):
     assert retrievers["hybrid_300"]["of"][1]["chunking"] == {"chunk_size_chars": 300, "overlap_chars": 50}
     assert "chunking" not in retrievers["bm25"]
     assert config["version_tuple"]["index"]["chunk_size_chars"] == 800  # the top-level chunking
+
+
+def test_a_variant_that_changes_its_chunking_is_compared_with_the_baseline_cell_by_cell(two_runs):
+    """Last in this file: it adds a run to the first store. A new chunking for one variant re-runs that variant
+    only, and the comparison with the baseline still judges every variant's cells, naming the change."""
+    own, _, _ = two_runs
+    config = write_sample_config(own.parent, OWN.replace(
+        f"bm25_300_tuned: {{kind: bm25, k1: 1.2, b: 0.75, chunking: {SMALL}}}",
+        "bm25_300_tuned: {kind: bm25, k1: 1.2, b: 0.75, chunking: {chunk_size_chars: 400, overlap_chars: 50}}"))
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out):
+        patch.setenv("DAGSTER_HOME", str(own.parent / "home"))
+        code = main(["--config", str(config), "run"])
+    listing = dict(re.findall(r"^  (\S+)\s+(materialized.*|up to date|not run.*)$", out.getvalue(), flags=re.M))
+    grid = {name for name, state in listing.items() if state.startswith("materialized") and "[" in name}
+    assert grid == {"retriever_config[bm25_300_tuned]", "retrieval_results[bm25_300_tuned]",
+                    "answers[5|bm25_300_tuned]", "judged_answers[5|bm25_300_tuned]"}
+    candidate, base = list_runs(own / "runs")[:2]
+    comparison = json.loads((candidate / "comparison.json").read_text(encoding="utf-8"))
+    assert comparison["base_run_id"] == base.name and comparison["verdict"] != "incompatible"
+    assert code == comparison["exit_code"]
+    assert {(c["retriever"], c["k"]) for c in comparison["cells"]} == {
+        (name, k) for name in ("bm25", *SWEPT) for k in (1, 5)}
+    assert {c["retriever"] for c in comparison["cells"] if c["identical"]} == {"bm25", *SWEPT} - {"bm25_300_tuned"}
+    text = (candidate / "comparison.md").read_text(encoding="utf-8")
+    assert "version_tuple.retriever.retrievers.bm25_300_tuned.chunking.chunk_size_chars" in text
