@@ -13,10 +13,13 @@ import pandas as pd
 import pytest
 
 from rag_eval_assets.cli import main
+from rag_eval_assets.corpus.chunking import ChunkerParams, chunk_documents
+from rag_eval_assets.corpus.load import load_corpus
+from rag_eval_assets.preflight import preflight
 from rag_eval_assets.errors import InputError
 from rag_eval_assets.runs.listing import list_runs
 from rag_eval_assets.settings import load_settings
-from rag_eval_assets_tests.sample_config import write_sample_config
+from rag_eval_assets_tests.sample_config import SAMPLE, write_sample_config
 from rag_eval_assets_tests.stored_tables import stored_table
 
 SMALL = "{chunk_size_chars: 300, overlap_chars: 50}"
@@ -64,6 +67,14 @@ def test_a_variant_chunking_is_checked_and_recorded(tmp_path):
     assert "retrievers.odd.chunking.chunk_size" in text
     assert ("retrievers.mixed.of[1]': 'dense_300' is chunked chunk_size_chars=300, overlap_chars=100, this fusion "
             "chunk_size_chars=800, overlap_chars=100: a fusion ranks the chunks of one chunking") in text
+
+
+def test_preflight_chunks_and_resolves_gold_for_every_chunking(tmp_path):
+    counts = preflight(load_settings(write_sample_config(tmp_path, OWN)))
+    documents = load_corpus(SAMPLE / "corpus")
+    for key, size, overlap in (("", 800, 100), (" 300-50", 300, 50)):
+        assert counts[f"chunks{key}"] == len(chunk_documents(documents, "sample", ChunkerParams(size, overlap)))
+    assert counts["chunks 300-50"] > counts["chunks"] and counts["gold_rows 300-50"] > 0
 
 
 def _run(config, home) -> dict[str, str]:
