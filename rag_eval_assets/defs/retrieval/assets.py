@@ -214,13 +214,17 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
         s = settings.load()
         evalset, retrieval_results = inputs["evalset"], inputs["retrieval_results"]
         question_list = questions_from_frame(evalset)
+        scored: dict[str | None, pd.DataFrame] = {}  # the questions as the gold of each chunk set scores them
         tables = []
         for name in sorted(retrieval_results):  # one partition in memory at a time
             results = retrieval_results[name]
             chunk_set = s.variants[name].chunk_set
             chunks, gold_labels = (of_chunk_set(inputs, asset, chunk_set) for asset in ("chunks", "gold_labels"))
-            # A support that resolved to nothing in the corpus leaves the required groups: scored on what resolved.
-            questions = questions_for_metrics(with_resolved_support_groups(question_list, gold_labels))
+            if chunk_set not in scored:
+                # A support that resolved to nothing in the corpus leaves the required groups: scored on what
+                # resolved.
+                scored[chunk_set] = questions_for_metrics(with_resolved_support_groups(question_list, gold_labels))
+            questions = scored[chunk_set]
             # A service under test returns its own chunks: its gold is resolved against what it returned, while it
             # is scored on the questions our corpus labels, so a gold it never returned is a miss, not a question
             # left out (a worse service can only score lower).
