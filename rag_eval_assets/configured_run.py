@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from rag_eval_assets.corpus.chunking import CHUNKER_VERSION
+from rag_eval_assets.corpus.settings import ChunkingSettings
 from rag_eval_assets.evalset.freeze import eval_set_version
 from rag_eval_assets.generation.answerers import llm_answerer_version
 from rag_eval_assets.generation.extractive import ExtractiveAnswerer
@@ -31,9 +32,11 @@ def dataset_part(s: Settings, evalset_sha256: str | None = None, corpus_sha256: 
     return part
 
 
-def chunking_part(s: Settings) -> dict[str, Any]:
-    return {"chunker_version": CHUNKER_VERSION, "chunk_size_chars": s.chunking.chunk_size_chars,
-            "overlap_chars": s.chunking.overlap_chars}
+def chunking_part(s: Settings, chunking: ChunkingSettings | None = None) -> dict[str, Any]:
+    """The chunks an asset was computed from: `chunking` (a variant's own), else the top-level one."""
+    c = chunking or s.chunking
+    return {"chunker_version": CHUNKER_VERSION, "chunk_size_chars": c.chunk_size_chars,
+            "overlap_chars": c.overlap_chars}
 
 
 def retriever_params(s: Settings, name: str) -> dict[str, Any]:

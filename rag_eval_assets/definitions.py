@@ -52,7 +52,7 @@ def build_defs(config_path: str | Path | None = None, overrides: Mapping[str, An
         },
     )
     domains = dg.Definitions.merge(
-        fingerprint_defs(settings), inputs_defs(), retrieval_defs(settings), answer_defs(settings), report_defs()
+        fingerprint_defs(settings), inputs_defs(settings), retrieval_defs(settings), answer_defs(settings), report_defs(settings)
     )
     # Each asset's code version takes in the settings it reads (defs/code_versions.py).
     versioned = dg.Definitions(assets=with_code_versions(domains.assets, settings), asset_checks=domains.asset_checks)

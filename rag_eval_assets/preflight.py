@@ -19,6 +19,7 @@ from rag_eval_assets.corpus.chunking import ChunkerParams, chunk_documents
 from rag_eval_assets.corpus.gold import resolve_gold_report
 from rag_eval_assets.corpus.load import load_corpus
 from rag_eval_assets.corpus.model import Document
+from rag_eval_assets.corpus.settings import ChunkingSettings
 from rag_eval_assets.credentials import CredentialError, bearer_key, headers_from_env
 from rag_eval_assets.errors import InputError, InputProblem
 from rag_eval_assets.evalset.freeze import eval_set_version, evalset_sha256
@@ -58,9 +59,11 @@ def check_evalset(settings: Settings) -> CheckedEvalset:
     return CheckedEvalset(questions, sha, eval_set_version(name, sha), registered, problem)
 
 
-def chunk_corpus(settings: Settings, documents: list[Document]) -> pd.DataFrame:
-    params = ChunkerParams(settings.chunking.chunk_size_chars, settings.chunking.overlap_chars)
-    return chunk_documents(documents, settings.corpus.id, params)
+def chunk_corpus(settings: Settings, documents: list[Document], chunking: ChunkingSettings | None = None,
+                 ) -> pd.DataFrame:
+    """The corpus cut by `chunking` (a variant's own), else by the top-level `chunking`."""
+    c = chunking or settings.chunking
+    return chunk_documents(documents, settings.corpus.id, ChunkerParams(c.chunk_size_chars, c.overlap_chars))
 
 
 def credential_problems(settings: Settings) -> list[InputProblem]:
@@ -99,10 +102,15 @@ def preflight(settings: Settings) -> dict[str, int]:
     # The grades beside the evalset are read by the report at the end: a bad line stops the run here instead.
     load_grades(grades_path(settings.evalset.path))
     documents = load_corpus(settings.corpus.path)
-    chunks = chunk_corpus(settings, documents)
-    # Gold that resolves to nothing stops the run here only with evalset.strict_gold; otherwise gold_resolves
-    # reports it and the run scores what resolved.
-    resolution = resolve_gold_report(evalset.questions, chunks, {d.doc_id for d in documents},
-                                     strict=settings.evalset.strict_gold)
-    return {"questions": len(evalset.questions), "documents": len(documents), "chunks": len(chunks),
-            "gold_rows": len(resolution.gold), "unresolved_gold": len(resolution.unresolved)}
+    counts = {"questions": len(evalset.questions), "documents": len(documents)}
+    # Every chunking a variant searches: a snippet may straddle a boundary of one chunking and not another's.
+    for chunk_set, chunking in {None: settings.chunking, **settings.chunk_sets}.items():
+        chunks = chunk_corpus(settings, documents, chunking)
+        # Gold that resolves to nothing stops the run here only with evalset.strict_gold; otherwise gold_resolves
+        # reports it and the run scores what resolved.
+        resolution = resolve_gold_report(evalset.questions, chunks, {d.doc_id for d in documents},
+                                         strict=settings.evalset.strict_gold)
+        at = f" {chunk_set}" if chunk_set else ""
+        counts.update({f"chunks{at}": len(chunks), f"gold_rows{at}": len(resolution.gold),
+                       f"unresolved_gold{at}": len(resolution.unresolved)})
+    return counts

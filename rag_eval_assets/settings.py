@@ -21,6 +21,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     StrictBool,
+    StrictInt,
     StrictStr,
     ValidationError,
     ValidationInfo,
@@ -36,11 +37,13 @@ from rag_eval_assets.generation.settings import AnsweringSettings, JudgeSettings
 from rag_eval_assets.llm.settings import ROLES, LLMSettings
 from rag_eval_assets.metrics.settings import RagasSettings
 import rag_eval_assets.retrieval.kinds  # noqa: F401  registers the retriever kinds
-from rag_eval_assets.retrieval.registry import KINDS, Variant, resolve_variants
+from rag_eval_assets.retrieval.registry import KINDS, Chunkings, Variant, resolve_variants
+from rag_eval_assets.retrieval.sweep import DEFAULT_MAX_VARIANTS
 from rag_eval_assets.retrieval.settings import RetrievalSettings
 from rag_eval_assets.runs.settings import RetentionSettings
 from rag_eval_assets.verdict.settings import GateSettings
-from rag_eval_assets.settings_base import ConfigPath, KValues, Loc, Section, problem, problems, relative_to_config
+from rag_eval_assets.settings_base import (ConfigPath, KValues, Loc, Section, at_least, problem, problems,
+                                           relative_to_config)
 
 __all__ = ["CONFIG_ENV_VAR", "Settings", "default_config_path", "load_settings"]
 
@@ -92,6 +95,10 @@ class Settings(Section):
     # A list of kinds, or a mapping of names to a kind and its parameters: resolved into `variants` by the registry.
     retriever_spec: Annotated[Any, BeforeValidator(lambda v: tuple(v) if isinstance(v, list) else v)] = Field(
         ("bm25", "dense", "hybrid"), alias="retrievers")
+    # Grids of retriever parameters expanded into named variants beside `retrievers:` (retrieval/sweep.py); with a
+    # sweep and no `retrievers:`, the sweep's variants alone.
+    sweep: Any = None
+    sweep_max_variants: Annotated[StrictInt, at_least(1)] = DEFAULT_MAX_VARIANTS
     k_values: KValues = (1, 3, 5, 10, 20)
     retrieval: RetrievalSettings = RetrievalSettings()
     # every role's endpoint unless its section names its own (answering.llm, judge.llm, query_generation.llm,
@@ -117,7 +124,9 @@ class Settings(Section):
             raise TypeError("Settings are made by load_settings(path): their paths are relative to that file")
         self._config_file = context["config_file"]
         sections = {kind: getattr(self.retrieval, kind).model_dump() for kind in KINDS if hasattr(self.retrieval, kind)}
-        self._variants = resolve_variants(self.retriever_spec, sections)[0]
+        spec = self.retriever_spec if "retriever_spec" in self.model_fields_set or self.sweep is None else None
+        self._variants = resolve_variants(spec, sections, Chunkings(ChunkingSettings, self.chunking), self.sweep,
+                                          self.sweep_max_variants)[0]
 
     def llm_for(self, role: str) -> LLMSettings | None:
         """The endpoint of `role` (llm/settings.py ROLES): its section's own `llm`, else the top-level one."""
@@ -154,8 +163,12 @@ class Settings(Section):
                         if key in KINDS[kind].Params.model_fields
                         and (value is None or cls.valid_alone(data, "retrieval", kind, key) is not None)}
                  for kind, values in sections.items() if isinstance(values, dict)}
+        sweep = data.get("sweep")
+        default = None if sweep is not None else cls.model_fields["retriever_spec"].default
+        chunking = cls.valid_alone(data, "chunking") or ChunkingSettings()
         variants, variant_problems = resolve_variants(
-            data.get("retrievers", cls.model_fields["retriever_spec"].default), valid)
+            data.get("retrievers", default), valid, Chunkings(ChunkingSettings, chunking), sweep,
+            cls.valid_alone(data, "sweep_max_variants") or DEFAULT_MAX_VARIANTS)
         found += variant_problems
         gated = cls.valid_alone(data, "report", "gate", "retrievers")
         unknown = [name for name in gated or () if name not in variants]
@@ -173,6 +186,16 @@ class Settings(Section):
     def variants(self) -> dict[str, Variant]:
         """The retrievers of a run by name (each a retriever partition), in the order written."""
         return self._variants
+
+    def chunking_of(self, retriever: str) -> ChunkingSettings:
+        """The chunking retriever `retriever` searches: its own, else the top-level one."""
+        return self._variants[retriever].chunking or self.chunking
+
+    @property
+    def chunk_sets(self) -> dict[str, ChunkingSettings]:
+        """The chunkings of the variants that are not the top-level one, by key (`300-50`): each has its own
+        chunks, gold labels and indexes, built once however many variants search them."""
+        return {v.chunk_set: v.chunking for v in self._variants.values() if v.chunk_set is not None}
 
     @property
     def config_file(self) -> Path:

@@ -13,6 +13,12 @@ from rag_eval_assets.cli.pipeline import dagster_home, run_and_read
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        from rag_eval_assets.cli.dry_run import dry_run_text
+        from rag_eval_assets.settings import load_settings
+
+        print(dry_run_text(load_settings(args.config)))
+        return 0
     from rag_eval_assets.reports.comparison import recorded_verdict
     from rag_eval_assets.runs.store import COMPARISON_JSON
 
@@ -77,6 +83,8 @@ def add_run(sub, parents: list[argparse.ArgumentParser]) -> None:
     run = sub.add_parser("run", parents=parents,
                          help="materialize what is missing or stale on the configured corpus and evalset")
     run.add_argument("--force", action="store_true", help="recompute every asset, stale or not")
+    run.add_argument("--dry-run", action="store_true",
+                     help="list the variants (a sweep's expanded), chunkings, indexes and partitions; start nothing")
     add_spot_check(run)
     run.set_defaults(func=_run)
 

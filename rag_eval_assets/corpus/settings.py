@@ -20,6 +20,11 @@ class ChunkingSettings(Section):
     chunk_size_chars: Annotated[StrictInt, at_least(1)] = 800
     overlap_chars: Annotated[StrictInt, at_least(0)] = 100
 
+    @property
+    def key(self) -> str:
+        """`300-50`: names the chunks, gold labels and indexes of this chunking (`chunks/300-50`)."""
+        return f"{self.chunk_size_chars}-{self.overlap_chars}"
+
     @classmethod
     def cross_field_problems(cls, data: dict) -> list[tuple[Loc, str]]:
         size, overlap = cls.valid_alone(data, "chunk_size_chars"), cls.valid_alone(data, "overlap_chars")

@@ -2,9 +2,13 @@
 STALE (a new code version, or an input whose data version changed since they were materialized), the fingerprint
 assets whose files or settings changed, and what lies downstream of those within the same stage.
 
-Three rules on top of Dagster's status:
+Four rules on top of Dagster's status:
 - a materialization that never became current (its pipeline failed before committing, defs/storage/table_store.py)
   is redone: readers do not see it, so it cannot count as up to date;
+- a retriever's partition (retrieval_results, answers) is not stale because of a new dependency on the chunks, gold
+  labels or indexes of a chunking it does not search: every partition of an asset declares the same inputs, so a
+  variant with a new chunking gives every existing partition a dependency it never reads (the UI shows those
+  partitions unsynced, "has a new dependency"; nothing they read changed);
 - `sut_responses` is materialized by every run: a service under test can change without any input of ours changing;
 - `preflight` runs with every inputs step that materializes anything, and never because of itself (a pass changes no
   data version).
@@ -19,13 +23,15 @@ from dataclasses import dataclass
 import dagster as dg
 from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
 from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
-from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleCauseCategory, StaleStatus
 from dagster._time import get_current_datetime
 
 from rag_eval_assets.defs.fingerprints import FINGERPRINTS, fingerprint
+from rag_eval_assets.defs.inputs.corpus import chunk_set_key
 from rag_eval_assets.defs.inputs.preflight import preflight
 from rag_eval_assets.defs.storage.parquet_io_manager import STORED_AS
 from rag_eval_assets.defs.storage.table_store import TableStore
+from rag_eval_assets.retrieval.registry import needs_of
 from rag_eval_assets.settings import Settings
 
 Stage = tuple[str, dg.AssetSelection, list[str | None]]  # job, its assets, its partitions
@@ -67,6 +73,7 @@ class Planner:
         self.resolver = CachingStaleStatusResolver(instance=instance, asset_graph=asset_graph, loading_context=view)
         # What `pipeline` (the one asking) reads, its base and what it wrote so far; else what readers see.
         self.current = set(TableStore(settings.assets_dir).tables(pipeline).values())
+        self.chunk_set_of = chunk_set_assets_of(settings)
 
     def state(self, key: dg.AssetKey, partition: str | None) -> str | None:
         """Why (key, partition) needs a run, or None when it is up to date."""
@@ -77,7 +84,7 @@ class Planner:
         if key == ALWAYS:
             return "called every run"
         status = self.resolver.get_status(key, partition)
-        if status != StaleStatus.FRESH:
+        if status != StaleStatus.FRESH and not self._only_unread_dependencies(key, partition):
             return status.value.lower()
         record = self.instance.get_latest_materialization_event(key) if partition is None else next(
             iter(self.instance.fetch_materializations(
@@ -87,6 +94,18 @@ class Planner:
         if stored is not None and stored.value not in self.current:
             return "never committed"
         return None
+
+    def _only_unread_dependencies(self, key: dg.AssetKey, partition: str | None) -> bool:
+        """Whether (key, partition) is stale only by new dependencies on another chunking's assets than its
+        retriever's."""
+        retriever = _retriever_of(partition)
+        if retriever not in self.settings.variants or self.resolver.get_status(key, partition) != StaleStatus.STALE:
+            return False
+        own = self.settings.variants[retriever].chunk_set
+        causes = self.resolver.get_stale_causes(key, partition)
+        return bool(causes) and all(
+            cause.category == StaleCauseCategory.DEPENDENCIES and cause.reason.startswith("has a new dependency")
+            and self.chunk_set_of.get(cause.dependency_asset_key, own) != own for cause in causes)
 
     def next_steps(self, stages: Iterable[Stage], done: Collection[tuple[str, str | None]] = ()) -> list[Step]:
         """The runs of the first stage that has anything to do: per partition, the assets that need a run and their
@@ -117,3 +136,20 @@ class Planner:
         return [(key, partition, None if key == PREFLIGHT else self.state(key, partition))
                 for _, selection, partitions in stages for partition in partitions
                 for key in stage_assets(self.asset_graph, selection)]
+
+
+def chunk_set_assets_of(settings: Settings) -> dict[dg.AssetKey, str]:
+    """Every asset of a chunking besides the top-level one (its chunks, gold labels, indexes) -> its chunk set."""
+    out = {chunk_set_key(asset, chunk_set): chunk_set
+           for chunk_set in settings.chunk_sets for asset in ("chunks", "gold_labels")}
+    for need in needs_of(settings.variants, settings.corpus.language):
+        if need.chunk_set:
+            out[dg.AssetKey(list(need.family.asset_key(need)))] = need.chunk_set
+    return out
+
+
+def _retriever_of(partition: str | None) -> str | None:
+    """The retriever of a retrieval_results or answers partition; None for an unpartitioned asset."""
+    if isinstance(partition, dg.MultiPartitionKey):
+        return partition.keys_by_dimension.get("retriever")
+    return partition

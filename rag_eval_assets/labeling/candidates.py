@@ -57,7 +57,7 @@ def candidates_frame(candidates: list[Candidate]) -> pd.DataFrame:
 
 class CorpusCandidates:
     """One of the configured retrievers of our own (any kind that searches our chunks) over the configured corpus
-    and chunking, its indexes built in process."""
+    and its chunking, its indexes built in process."""
 
     def __init__(self, settings: Settings, retriever: str, documents: list[Document] | None = None):
         searchable = searchable_variants(settings)
@@ -67,7 +67,7 @@ class CorpusCandidates:
         self.variant = settings.variants[retriever]
         self.settings = settings
         self.documents = documents if documents is not None else load_corpus(settings.corpus.path)
-        c = settings.chunking
+        c = settings.chunking_of(retriever)  # the variant's own chunking, else the top-level one
         self.chunks = chunk_documents(self.documents, settings.corpus.id, ChunkerParams(c.chunk_size_chars,
                                                                                           c.overlap_chars))
         with ExitStack() as opened:  # closed here if building fails, by close() otherwise

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -219,21 +219,22 @@ def grid_per_query(
     answers: Mapping[str, pd.DataFrame],
     judged: Mapping[str, pd.DataFrame],
     ragas: pd.DataFrame,
-    gold_labels: pd.DataFrame,
-    chunks: pd.DataFrame,
+    gold_of: Callable[[str], pd.DataFrame],
+    chunks_of: Callable[[str], pd.DataFrame],
     encoder: Encoder | None,
     citation_pattern: str,
 ) -> pd.DataFrame:
     """answer_metrics_per_query: every answer metric per question, retriever and k (GRID_PER_QUERY_COLUMNS) from
     the answers and judged_answers partitions (by partition key) and the ragas rows; `error` is why a judge or
-    ragas value is NaN (the failed call's text), null on every other row."""
+    ragas value is NaN (the failed call's text), null on every other row. `gold_of(retriever)` and
+    `chunks_of(retriever)` are the gold labels and chunks of the chunking the retriever searched."""
     tables = []
     for key in sorted(answers):  # one partition in memory at a time
         table = answers[key]
         retriever, k = str(table["retriever"].iloc[0]), int(table["k"].iloc[0])
         per_question, _ = score_answers(questions, answers_from_frame(table), encoder, citation_pattern)
         tables.append(per_question.assign(retriever=retriever, k=k))
-        tables.append(attribution_hit(table, gold_labels, chunks))
+        tables.append(attribution_hit(table, gold_of(retriever), chunks_of(retriever)))
         judgments = judged.get(key)
         if judgments is not None and len(judgments):
             main = judgments[judgments["replicate"] == 0]

@@ -91,19 +91,20 @@ def ragas_grid(
     questions: Sequence[Question],
     answers: Mapping[str, pd.DataFrame],
     retrieval_results: Mapping[str, pd.DataFrame],
-    chunks: pd.DataFrame,
-    gold: pd.DataFrame,
+    chunks_of: Callable[[str], pd.DataFrame],
+    gold_of: Callable[[str], pd.DataFrame],
     llm: LLMClient | None,
     own_answers: Collection[str] = (),
 ) -> pd.DataFrame:
     """ragas_context_metrics per question, retriever and k of the answers partitions (by partition key), with
-    retriever and k columns. A service under test (`own_answers`) returns its own chunks, not ours: ragas gets no
-    chunk texts to compare there, and it has no row."""
+    retriever and k columns, against the chunks and gold labels of the chunking each retriever searched
+    (`chunks_of(retriever)`, `gold_of(retriever)`). A service under test (`own_answers`) returns its own chunks,
+    not ours: ragas gets no chunk texts to compare there, and it has no row."""
     tables = []
     for key in sorted(answers):
         retriever, k = str(answers[key]["retriever"].iloc[0]), int(answers[key]["k"].iloc[0])
         if retriever not in own_answers:
-            rows = context_rows(questions, retrieval_results[retriever], chunks, gold, k)
+            rows = context_rows(questions, retrieval_results[retriever], chunks_of(retriever), gold_of(retriever), k)
             tables.append(ragas_context_metrics(rows, llm).assign(retriever=retriever, k=k))
     return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(
         columns=[*RAGAS_COLUMNS, "retriever", "k"])

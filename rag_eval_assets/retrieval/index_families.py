@@ -63,7 +63,10 @@ class IndexFamily:
     device: Callable[[IndexNeed], str] | None = None
 
     def asset_key(self, need: IndexNeed) -> tuple[str, ...]:
-        return (self.name, need.key) if self.keyed else (self.name,)
+        """`name[/key][/chunk set]`: an index of the top-level chunking keeps the family's name (`bm25_index`), one
+        of another chunking adds its key (`bm25_index/300-50`)."""
+        key = (self.name, need.key) if self.keyed else (self.name,)
+        return key + ((need.chunk_set,) if need.chunk_set else ())
 
     def input_name(self, need: IndexNeed) -> str:
         """The need's asset as an input name: an identifier, whatever characters the key has."""
@@ -73,11 +76,13 @@ class IndexFamily:
 @dataclass(frozen=True, eq=False)
 class IndexNeed:
     """An index a retriever searches: `family` builds it, `key` tells it apart from the family's other indexes (one
-    dense index per model and backend), `spec` what it is built from."""
+    dense index per model and backend), `spec` what it is built from, `chunk_set` the chunks it indexes when they
+    are not the top-level chunking's (the registry sets it from the variant)."""
 
     family: IndexFamily
     key: str
     spec: Any
+    chunk_set: str | None = None
 
     @property
     def name(self) -> str:

@@ -4,7 +4,7 @@ the blocking call_health check before the directory is written); its config.json
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,15 +40,16 @@ def grid_contents(
     unresolved_gold: Mapping[str, Any] | None,
     grades_file: Path,
     judge: JudgeSettings,
-    gold_labels: pd.DataFrame,
+    gold_of: Callable[[str], pd.DataFrame],
     level: str,
 ) -> GridContents:
     """From the partitions of retrieval_results, answers and judged_answers and the metric tables: answer metric
     rows with a `note` are what was not computed (and why), the others join the aggregate; the operational figures
     are the answers' error count, token totals and cost. A judged run's judges are summed up against the person's
     grades in `grades_file` (judging/grades.py), if it exists, under `judge`'s trust settings. Each row carries its
-    question's relevant items at the retrieval `level` (from `gold_labels`, as the metrics judge them), so that a
-    comparison can mark them in what each run retrieved."""
+    question's relevant items at the retrieval `level` (from `gold_of(retriever)`, the gold labels of the chunking
+    its retriever searched, as the metrics judge them), so that a comparison can mark them in what each run
+    retrieved. `chunks` holds the chunks of every chunking the retrievers searched."""
     answers = list(answers)
     judged = [t for t in judged_answers if len(t)]
     answers_table = pd.concat(answers, ignore_index=True)
@@ -59,7 +60,7 @@ def grid_contents(
         pd.concat([retrieval_metrics_per_query, answer_metrics_per_query], ignore_index=True),
         answers_table,
         pd.concat(judged, ignore_index=True) if judged else None,
-    ), gold_labels, level)
+    ), gold_of, level)
     noted = answer_metrics["note"].notna()
     aggregate = pd.concat([retrieval_metrics[list(AGGREGATE_COLUMNS)],
                            answer_metrics.loc[~noted, list(AGGREGATE_COLUMNS)]], ignore_index=True)
@@ -81,11 +82,20 @@ def grid_contents(
     return GridContents(rows, document, health)
 
 
-def with_gold(rows: Iterator[dict[str, Any]], gold_labels: pd.DataFrame, level: str) -> Iterator[dict[str, Any]]:
-    """Each row with `gold`: {"level": level, "items": [{"id": chunk or document id, "grade": ...}]}."""
-    judged = relevance_judgements(gold_labels, level)
-    items: dict[str, list[dict[str, Any]]] = {}
-    for q, item, grade in zip(judged["query_id"], judged["item"], judged["grade"]):
-        items.setdefault(str(q), []).append({"id": str(item), "grade": int(grade)})
+def with_gold(rows: Iterator[dict[str, Any]], gold_of: Callable[[str], pd.DataFrame],
+              level: str) -> Iterator[dict[str, Any]]:
+    """Each row with `gold`: {"level": level, "items": [{"id": chunk or document id, "grade": ...}]}, from the gold
+    labels of its retriever (`gold_of(retriever)`)."""
+    items_of: dict[int, dict[str, list[dict[str, Any]]]] = {}  # by gold table: retrievers of a chunking share it
+
+    def items(gold_labels: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
+        if id(gold_labels) not in items_of:
+            judged = relevance_judgements(gold_labels, level)
+            by_query = items_of[id(gold_labels)] = {}
+            for q, item, grade in zip(judged["query_id"], judged["item"], judged["grade"]):
+                by_query.setdefault(str(q), []).append({"id": str(item), "grade": int(grade)})
+        return items_of[id(gold_labels)]
+
     for row in rows:
-        yield {**row, "gold": {"level": level, "items": items.get(str(row["query_id"]), [])}}
+        yield {**row, "gold": {"level": level,
+                               "items": items(gold_of(str(row["retriever"]))).get(str(row["query_id"]), [])}}

@@ -8,7 +8,9 @@ import pandas as pd
 from rag_eval_assets.defs.answers.build import answerer_for, llm_client, ragas_endpoint, ragas_llm_on
 from rag_eval_assets.defs.answers.checks import json_v2_dev_gate
 from rag_eval_assets.defs.answers.generated import generated_queries_asset
+from rag_eval_assets.defs.inputs.corpus import chunk_set_ins, of_chunk_set
 from rag_eval_assets.defs.partitions import answer_grid_partitions
+from rag_eval_assets.defs.retrieval.assets import with_chunking
 from rag_eval_assets.defs.metadata import dataset_versions, preview, run_versions_of, version_metadata
 from rag_eval_assets.defs.resources import LLMResource, RagEvalSettings
 from rag_eval_assets.index_env import encoder_for
@@ -62,7 +64,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         kinds={"pandas", "parquet"},
         partitions_def=grid,
         metadata=grid_metadata,
-        ins={"evalset": dg.AssetIn(), "chunks": dg.AssetIn(),
+        ins={"evalset": dg.AssetIn(), "chunks": dg.AssetIn(), **chunk_set_ins(settings, "chunks"),
              "retrieval_results": dg.AssetIn(partition_mapping=by_retriever), **sut_in},
         pool=answer_pool,
         code_version="1",
@@ -74,7 +76,8 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         stored answer."""
         s = settings.load()
         retriever, k = _grid_key(context)
-        evalset, chunks, retrieval_results = inputs["evalset"], inputs["chunks"], inputs["retrieval_results"]
+        evalset, retrieval_results = inputs["evalset"], inputs["retrieval_results"]
+        chunks = of_chunk_set(inputs, "chunks", s.variants[retriever].chunk_set)
         own = kind_of(s.variants[retriever]).own_answers
         answering_llm = s.llm_for("answerer")
         estimate = answering_estimate(prompt_texts(evalset, retrieval_results, chunks, k), answering_llm) \
@@ -85,8 +88,9 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         with answerer_for(s, retriever, llm.key("answerer"), sut_table) as answerer:
             table = answer_questions(answerer, evalset, retrieval_results, chunks, k, retriever)
             version = answerer.version
-        versions = dataset_versions(context, s).with_part("index", **chunking_part(s)).with_part(
-            "answerer", **version).with_part("retriever", name=retriever, k=k)
+        versions = dataset_versions(context, s).with_part("index", **chunking_part(s, s.chunking_of(retriever))
+                                                          ).with_part("answerer", **version).with_part(
+            "retriever", name=retriever, k=k)
         return dg.Output(
             table,
             metadata={
@@ -140,42 +144,48 @@ def answer_defs(settings: Settings) -> dg.Definitions:
             metadata["self_agreement"] = dg.MetadataValue.json(judge_agreement(table))
         return dg.Output(table, metadata=metadata)
 
+    every = dict(partition_mapping=dg.AllPartitionMapping(), dagster_type=dict[str, pd.DataFrame])
+
     @dg.asset(
         group_name="answers",
         kinds={"pandas", "parquet"},
         ins={
-            "answers": dg.AssetIn(partition_mapping=dg.AllPartitionMapping()),
-            "judged_answers": dg.AssetIn(partition_mapping=dg.AllPartitionMapping()),
-            "retrieval_results": dg.AssetIn(partition_mapping=dg.AllPartitionMapping()),
+            "evalset": dg.AssetIn(), "chunks": dg.AssetIn(), "gold_labels": dg.AssetIn(),
+            **chunk_set_ins(settings, "chunks", "gold_labels"),
+            "answers": dg.AssetIn(**every),
+            "judged_answers": dg.AssetIn(**every),
+            "retrieval_results": dg.AssetIn(**every),
         },
         pool=ragas_pool,  # ragas' LLM context metrics
         code_version="1",
     )
     def answer_metrics_per_query(
-        context: dg.AssetExecutionContext,
-        settings: RagEvalSettings,
-        llm: LLMResource,
-        evalset: pd.DataFrame,
-        chunks: pd.DataFrame,
-        gold_labels: pd.DataFrame,
-        answers: dict[str, pd.DataFrame],
-        judged_answers: dict[str, pd.DataFrame],
-        retrieval_results: dict[str, pd.DataFrame],
+        context: dg.AssetExecutionContext, settings: RagEvalSettings, llm: LLMResource, **inputs: pd.DataFrame,
     ) -> dg.Output[pd.DataFrame]:
         """Every answer metric of the seeds per question, retriever and k (long: query_id, retriever, k, metric,
-        value); LLM-only metrics without an endpoint are listed as not computed, never as zero."""
+        value), each retriever's against the chunks and gold labels of its chunking; LLM-only metrics without an
+        endpoint are listed as not computed, never as zero."""
         s = settings.load()
-        questions = questions_from_frame(evalset)
+        answers, judged_answers, retrieval_results = (inputs[name] for name in (
+            "answers", "judged_answers", "retrieval_results"))
+
+        def chunks_of(retriever: str) -> pd.DataFrame:
+            return of_chunk_set(inputs, "chunks", s.variants[retriever].chunk_set)
+
+        def gold_of(retriever: str) -> pd.DataFrame:
+            return of_chunk_set(inputs, "gold_labels", s.variants[retriever].chunk_set)
+
+        questions = questions_from_frame(inputs["evalset"])
         # Only seed 004's reference answers need an encoder (semantic similarity): a run without them loads none.
         encoder = encoder_for(s, s.retrieval.dense) if any(
             q.reference_answer for q in questions) else None
         with ExitStack() as stack:
             # Through our client, so its cache makes a re-run with unchanged inputs send nothing.
             client = stack.enter_context(llm_client(s, "ragas", llm.key("ragas"))) if ragas_llm_on(s) else None
-            ragas = ragas_grid(questions, answers, retrieval_results, chunks, gold_labels, client,
+            ragas = ragas_grid(questions, answers, retrieval_results, chunks_of, gold_of, client,
                                own_answer_variants(s.variants))
             ragas_usage = client.usage() if client is not None else None
-        per_query = grid_per_query(questions, answers, judged_answers, ragas, gold_labels, chunks, encoder,
+        per_query = grid_per_query(questions, answers, judged_answers, ragas, gold_of, chunks_of, encoder,
                                    s.answering.citation_pattern)
         not_computed = judges_not_computed(s.llm_for("judge") is not None, s.judge.enabled)
         versions = dataset_versions(context, s).with_part("index", **chunking_part(s))
@@ -202,9 +212,7 @@ def answer_defs(settings: Settings) -> dg.Definitions:
         s = settings.load()
         questions = questions_from_frame(evalset)
         not_computed = judges_not_computed(s.llm_for("judge") is not None, s.judge.enabled)
-        table = grid_aggregate(answer_metrics_per_query, questions, not_computed)
-        table["chunk_size_chars"] = s.chunking.chunk_size_chars
-        table["overlap_chars"] = s.chunking.overlap_chars
+        table = with_chunking(grid_aggregate(answer_metrics_per_query, questions, not_computed), s)
         overall = table[table["slice"] == "all"].pivot_table(index=["retriever", "k"], columns="metric",
                                                              values="value").reset_index()
         versions = run_versions_of(context, s)

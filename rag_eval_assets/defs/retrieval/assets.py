@@ -10,6 +10,7 @@ from rag_eval_assets.corpus.gold import resolve_gold, with_resolved_support_grou
 from rag_eval_assets.defs.cluster_resources import encode_op_tags
 from rag_eval_assets.defs.code_versions import with_settings_read
 from rag_eval_assets.defs.fingerprints import RETRIEVER_CONFIG
+from rag_eval_assets.defs.inputs.corpus import chunk_set_ins, chunk_set_key, of_chunk_set
 from rag_eval_assets.defs.inputs.preflight import preflight
 from rag_eval_assets.defs.metadata import content_version, dataset_versions, preview, version_metadata
 from rag_eval_assets.defs.partitions import SUT_GROUP, retriever_partitions, sut_partitions
@@ -39,7 +40,8 @@ def _index_asset(need: IndexNeed, op_tags: dict[str, str]) -> dg.AssetsDefinitio
     code_version = "1" if family.reads is None else with_settings_read("1", family.reads(need))
 
     @dg.asset(key=list(family.asset_key(need)), group_name="index", kinds=set(family.asset_kinds),
-              description=family.description, code_version=code_version, deps=[preflight], op_tags=op_tags)
+              description=family.description, code_version=code_version, deps=[preflight], op_tags=op_tags,
+              ins={"chunks": dg.AssetIn(key=chunk_set_key("chunks", need.chunk_set))})
     def index(
         context: dg.AssetExecutionContext, settings: RagEvalSettings, chunks: pd.DataFrame
     ) -> dg.Output[pd.DataFrame]:
@@ -47,7 +49,9 @@ def _index_asset(need: IndexNeed, op_tags: dict[str, str]) -> dg.AssetsDefinitio
         with index_env(s, context.log.info) as env:
             built = family.build(need, chunks, env)
             table = family.to_table(built.index, chunks["chunk_id"])
-        versions = dataset_versions(context, s, evalset=False).with_part("index", **chunking_part(s), **built.version)
+        chunking = s.chunk_sets[need.chunk_set] if need.chunk_set else s.chunking
+        versions = dataset_versions(context, s, evalset=False).with_part("index", **chunking_part(s, chunking),
+                                                                         **built.version)
         return dg.Output(table, metadata={**built.metadata, **version_metadata(versions)})
 
     return index
@@ -85,6 +89,14 @@ def _index_part(s: Settings, variant: Variant) -> dict[str, str]:
     for need in needs_of({variant.name: variant}, s.corpus.language):
         part.update(need.family.version(need))
     return part
+
+
+def with_chunking(table: pd.DataFrame, s: Settings) -> pd.DataFrame:
+    """An aggregated metric table with each row's chunk_size_chars and overlap_chars: its retriever's chunking."""
+    chunkings = {name: s.chunking_of(name) for name in s.variants}
+    return table.assign(
+        chunk_size_chars=table["retriever"].map(lambda r: chunkings[r].chunk_size_chars).astype("int64"),
+        overlap_chars=table["retriever"].map(lambda r: chunkings[r].overlap_chars).astype("int64"))
 
 
 def _question_folders(evalset: pd.DataFrame) -> list[list[str]]:
@@ -151,7 +163,7 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
         kinds={"pandas", "parquet"},
         partitions_def=retrievers,
         metadata={PARTITION_DIMENSIONS_KEY: ["retriever"]},
-        ins={"evalset": dg.AssetIn(), "chunks": dg.AssetIn(), **ins},
+        ins={"evalset": dg.AssetIn(), "chunks": dg.AssetIn(), **chunk_set_ins(settings, "chunks"), **ins},
         code_version="1",
         deps=[RETRIEVER_CONFIG],
     )
@@ -161,14 +173,15 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
         """The ranked chunks of every question for one retriever, depth = the largest k, with per-query latency."""
         s = settings.load()
         variant = s.variants[context.partition_key]
-        evalset, chunks = inputs["evalset"], inputs["chunks"]
+        evalset, chunks = inputs["evalset"], of_chunk_set(inputs, "chunks", variant.chunk_set)
         if kind_of(variant).own_answers:
             results = results_from_responses(inputs["sut_responses"][variant.name], _sut_url(variant), variant.name)
         else:
             tables = {(n.name, n.key): inputs[n.family.input_name(n)]
                       for n in needs_of({variant.name: variant}, s.corpus.language)}
             results = _search(context, s, variant, evalset, chunks, tables)
-        versions = dataset_versions(context, s).with_part("index", **chunking_part(s), **_index_part(s, variant))
+        versions = dataset_versions(context, s).with_part("index", **chunking_part(s, s.chunking_of(variant.name)),
+                                                          **_index_part(s, variant))
         versions = versions.with_part("retriever", **retriever_params(s, variant.name))
         latency = results.drop_duplicates("query_id")["latency_s"]
         return dg.Output(
@@ -187,25 +200,31 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
     @dg.asset(
         group_name="retrieval",
         kinds={"pandas", "parquet"},
-        ins={"retrieval_results": dg.AssetIn(partition_mapping=dg.AllPartitionMapping())},
+        ins={"evalset": dg.AssetIn(), "chunks": dg.AssetIn(), "gold_labels": dg.AssetIn(),
+             **chunk_set_ins(settings, "chunks", "gold_labels"),
+             "retrieval_results": dg.AssetIn(partition_mapping=dg.AllPartitionMapping(),
+                                             dagster_type=dict[str, pd.DataFrame])},
         code_version="2",  # 2: a service under test is scored on the questions our corpus labels
     )
     def retrieval_metrics_per_query(
-        context: dg.AssetExecutionContext,
-        settings: RagEvalSettings,
-        evalset: pd.DataFrame,
-        chunks: pd.DataFrame,
-        gold_labels: pd.DataFrame,
-        retrieval_results: dict[str, pd.DataFrame],
+        context: dg.AssetExecutionContext, settings: RagEvalSettings, **inputs: pd.DataFrame
     ) -> dg.Output[pd.DataFrame]:
-        """hit, doc_hit, precision, recall, MRR, nDCG, MAP, Recall_any/all and false positives per question."""
+        """hit, doc_hit, precision, recall, MRR, nDCG, MAP, Recall_any/all and false positives per question; each
+        retriever against the gold labels and chunks of its own chunking."""
         s = settings.load()
+        evalset, retrieval_results = inputs["evalset"], inputs["retrieval_results"]
         question_list = questions_from_frame(evalset)
-        # A support that resolved to nothing in the corpus leaves the required groups: scored on what resolved.
-        questions = questions_for_metrics(with_resolved_support_groups(question_list, gold_labels))
+        scored: dict[str | None, pd.DataFrame] = {}  # the questions as the gold of each chunk set scores them
         tables = []
         for name in sorted(retrieval_results):  # one partition in memory at a time
             results = retrieval_results[name]
+            chunk_set = s.variants[name].chunk_set
+            chunks, gold_labels = (of_chunk_set(inputs, asset, chunk_set) for asset in ("chunks", "gold_labels"))
+            if chunk_set not in scored:
+                # A support that resolved to nothing in the corpus leaves the required groups: scored on what
+                # resolved.
+                scored[chunk_set] = questions_for_metrics(with_resolved_support_groups(question_list, gold_labels))
+            questions = scored[chunk_set]
             # A service under test returns its own chunks: its gold is resolved against what it returned, while it
             # is scored on the questions our corpus labels, so a gold it never returned is a miss, not a question
             # left out (a worse service can only score lower).
@@ -229,12 +248,11 @@ def retrieval_defs(settings: Settings) -> dg.Definitions:
         evalset: pd.DataFrame,
         retrieval_metrics_per_query: pd.DataFrame,
     ) -> dg.Output[pd.DataFrame]:
-        """Means per retriever, k and slice with bootstrap 95% intervals; chunk_size / overlap beside every row."""
+        """Means per retriever, k and slice with bootstrap 95% intervals; each retriever's chunk_size / overlap
+        beside its rows."""
         s = settings.load()
         questions = questions_for_metrics(questions_from_frame(evalset))
-        table = aggregate_metrics(retrieval_metrics_per_query, questions)
-        table["chunk_size_chars"] = s.chunking.chunk_size_chars
-        table["overlap_chars"] = s.chunking.overlap_chars
+        table = with_chunking(aggregate_metrics(retrieval_metrics_per_query, questions), s)
         overall = table[table["slice"] == "all"].pivot_table(
             index=["retriever", "k"], columns="metric", values="value"
         ).reset_index()
