@@ -14,7 +14,7 @@ from PIL import Image
 from rag_eval_assets.reports.charts import CHARTS_DIR
 from rag_eval_assets.reports.html import build_report
 from rag_eval_assets.reports.ranking import BEST, IN_SET, OUT, best_records, variant_rows
-from rag_eval_assets.reports.sweep import profile, sweeps
+from rag_eval_assets.reports.sweep import profile, sweeps, variant_versions
 from rag_eval_assets.runs.contents import run_config
 from rag_eval_assets.runs.store import Run
 from rag_eval_assets.runs.versions import VersionTuple
@@ -103,3 +103,15 @@ def test_summary_md_and_the_report_show_the_sweep(sweep_run: Run) -> None:
 def _in_set(run: Run, name: str) -> bool:
     (ranking,) = rank_retrievers(run)
     return name in ranking.best_set
+
+
+def test_a_variant_without_its_own_chunking_is_charted_at_the_top_level_one() -> None:
+    cfg = run_config(VersionTuple().with_part("index", chunker_version="chars-v1", chunk_size_chars=800,
+                                              overlap_chars=100)
+                     .with_part("retriever", k_values=[5], retrievers={
+                         "bm25": {"name": "bm25", "kind": "bm25", "k1": 0.9},
+                         "bm25_300": {"name": "bm25_300", "kind": "bm25", "k1": 0.9,
+                                      "chunking": {"chunk_size_chars": 300, "overlap_chars": 50}}}))
+    versions = variant_versions(cfg)
+    assert versions["bm25"]["chunking"] == {"chunk_size_chars": 800, "overlap_chars": 100}
+    assert versions["bm25_300"]["chunking"] == {"chunk_size_chars": 300, "overlap_chars": 50}

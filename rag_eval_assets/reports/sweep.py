@@ -30,9 +30,15 @@ class Sweep:
 
 
 def variant_versions(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each retriever's version as config.json's version tuple records it (name -> version)."""
-    retriever = (config.get("version_tuple") or {}).get("retriever") or {}
-    return dict(retriever.get("retrievers") or {})
+    """Each retriever's version as config.json's version tuple records it (name -> version); a variant without a
+    chunking of its own is given the top-level one, so that a sweep over chunkings that includes the default size
+    charts it beside the others."""
+    versions = config.get("version_tuple") or {}
+    index = versions.get("index") or {}
+    default = {key: index[key] for key in ("chunk_size_chars", "overlap_chars") if key in index}
+    retrievers = (versions.get("retriever") or {}).get("retrievers") or {}
+    return {name: {**version, "chunking": version.get("chunking", default)} if default else dict(version)
+            for name, version in retrievers.items()}
 
 
 def sweeps(config: Mapping[str, Any], ranking: KRanking) -> list[Sweep]:
