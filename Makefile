@@ -70,4 +70,4 @@ ui: $(STAMP) $(INSTANCE)
 	DAGSTER_HOME=$(DAGSTER_HOME) RAG_EVAL_CONFIG=$(CONFIG) $(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p $(PORT)
 
 clean:
-	rm -rf $(VENV) .dagster_home data/assets data/runs data/cache data/frozen
+	rm -rf $(VENV) .dagster_home data/assets data/runs data/cache data/frozen data/sweep

@@ -88,9 +88,9 @@ def test_the_tour_in_the_readme_prints_what_the_readme_shows(tmp_path):
         line = RUN_ID.sub(real_run_id, line).replace(".venv/bin/rag-eval", rag_eval)
         result = run_to_end(["bash", "-c", line], cwd=checkout, env=env)
         assert result.returncode == 0, f"$ {command}\n{result.stdout[-2000:]}{result.stderr[-2000:]}"
-        runs = checkout / "data" / "runs"
-        made += sorted(p.name for p in runs.iterdir() if RUN_ID.fullmatch(p.name) and p.name not in made) \
-            if runs.is_dir() else []
+        # the sample's runs and the sweep's (data/sample/sweep.yaml stores under data/sweep/)
+        made += sorted(p.name for runs in (checkout / "data" / "runs", checkout / "data" / "sweep" / "runs")
+                       if runs.is_dir() for p in runs.iterdir() if RUN_ID.fullmatch(p.name) and p.name not in made)
         real = [normalised(x) for x in (result.stdout + result.stderr).splitlines()]
         expected = [TIME.sub("<time>", DAGSTER_RUN_ID.sub("<dagster run>", x)) for x in shown]
         missing = first_not_printed(expected, real)
