@@ -10,6 +10,7 @@ import importlib.util
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from rag_eval_assets.corpus.chunking import ChunkerParams, chunk_documents
@@ -17,7 +18,11 @@ from rag_eval_assets.corpus.load import load_corpus
 from rag_eval_assets.retrieval import backend_choice
 from rag_eval_assets.retrieval.backend_choice import NDCG_BOUND, choose_backend, ndcg_against
 from rag_eval_assets.retrieval.cpu_backends import BackendNotInstalledError
+from rag_eval_assets.retrieval.embedding_cache import EmbeddingCache
 from rag_eval_assets.retrieval.encoders import Kind, get_encoder
+from rag_eval_assets.retrieval.index_families import IndexEnv, IndexNeed
+from rag_eval_assets.retrieval.index_tables import dense_to_frame
+from rag_eval_assets.retrieval.kinds.dense import DENSE_INDEX, DenseSettings, index_key
 from rag_eval_assets_tests.sample_config import SAMPLE
 
 MODEL = "all-MiniLM-L6-v2"
@@ -228,3 +233,21 @@ def test_ndcg_against_torch_scores_as_graded_relevance():
     ideal = 0.9 + 0.5 / np.log2(3) + 0.1 / 2
     assert ndcg_against(reference, swapped) == pytest.approx((0.5 + 0.9 / np.log2(3) + 0.1 / 2) / ideal)
     assert ndcg_against(reference, swapped, top=1) == pytest.approx(0.5 / 0.9)
+
+
+def test_an_auto_index_is_searched_with_the_backend_that_encoded_it(texts, real, tmp_path):
+    """Whichever machine loads it (its own choice may differ), queries go through the stored vectors' backend."""
+    spec = DenseSettings()
+    chunks = pd.DataFrame({"chunk_id": [f"c{i}" for i in range(len(texts))], "text": texts})
+    table = dense_to_frame(real["onnx"].encode(texts, "passage"), chunks["chunk_id"], real["onnx"].model_id)
+    asked = []
+
+    def encoder(params: DenseSettings):
+        asked.append(params.backend)
+        return real[params.backend]
+
+    env = IndexEnv(encoder, EmbeddingCache(tmp_path / "embeddings.sqlite"), lambda message: None)
+    index = DENSE_INDEX.from_table(table, IndexNeed(DENSE_INDEX, index_key(spec), spec), chunks, env)
+    assert asked == ["onnx"] and index.model_id == "sentence-transformers/all-MiniLM-L6-v2@onnx"
+    [[(top, _)]] = index.search([texts[3]], depth=1)
+    assert top == 3
