@@ -6,8 +6,10 @@ its own seconds per encode) and perturbed vectors are fault injection."""
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import json
+import threading
 
 import numpy as np
 import pandas as pd
@@ -217,6 +219,28 @@ def test_the_choice_is_cached_per_cpu_model_and_package_versions(texts, real, cl
     assert sorted(r["machine"]["cpu"] for r in stored.values()) == sorted([measured.record["machine"]["cpu"],
                                                                           "Another CPU", "Another CPU"])
     assert {r["machine"]["versions"]["onnxruntime"] for r in stored.values()} >= {"99.0"}
+
+
+def test_a_measurement_holds_the_lock_so_a_concurrent_run_waits_and_reads_it(texts, real, tmp_path):
+    measuring, release = threading.Event(), threading.Event()
+
+    def held_up(backend: str):
+        if backend == "torch":
+            measuring.set()
+            assert release.wait(60)
+            return real["torch"]
+        raise BackendNotInstalledError(f"backend {backend!r} is not offered in this test")
+
+    first = []
+    thread = threading.Thread(target=lambda: first.append(choose(texts, held_up, tmp_path)))
+    thread.start()
+    assert measuring.wait(60)
+    with open(tmp_path / "choice.lock", "a") as handle, pytest.raises(BlockingIOError):
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another process could not measure now
+    release.set()
+    thread.join(60)
+    second = offering({"torch": real["torch"]})
+    assert choose(texts, second, tmp_path).from_cache and second.asked == [] and not first[0].from_cache
 
 
 def test_a_damaged_cache_file_is_a_clear_error(texts, tmp_path):

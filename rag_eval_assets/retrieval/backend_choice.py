@@ -171,7 +171,8 @@ def measure(texts: list[str], encoder_of: EncoderOf, log: Callable[[str], None] 
         why = "; ".join(f"{b}: {message}" for b, message in skipped.items())
         return {"backend": REFERENCE, "reason": f"torch: no other backend can run here ({why})", "rule": RULE,
                 "backends": {b: {"skipped": message} for b, message in skipped.items()}, "sample": sample_size,
-                "measured_at": _now(), "measure_seconds": round(time.perf_counter() - start, 1)}
+                "measured_at": _now(), "load_average_before": round(load, 2),
+                "measure_seconds": round(time.perf_counter() - start, 1)}
     seconds, vectors = _timed(encoders, passages)
     log("backend auto: " + ", ".join(f"{b} {s:.2f}s" for b, s in seconds.items()) + f" for {len(passages)} texts")
     reference_scores = encoders[REFERENCE].encode(queries, "query") @ vectors[REFERENCE].T
