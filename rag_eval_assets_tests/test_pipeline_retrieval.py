@@ -8,6 +8,7 @@ import pytest
 from rag_eval_assets.defs.jobs import GRID_JOB, run_pipeline
 from rag_eval_assets.defs.storage.table_store import TableStore
 from rag_eval_assets.definitions import build_defs
+from rag_eval_assets.retrieval.backend_choice import choose_backend, cpu_model, decide
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.sample_config import write_sample_config
 from rag_eval_assets_tests.stored_tables import stored_table
@@ -74,6 +75,31 @@ def test_metric_tables_carry_chunking_and_versions(pipeline):
     assert "embedding_model" not in versions["index"]  # bm25 searches no dense index
     assert results(grid[1]).metadata["version_tuple"].value["index"]["embedding_model"] == "all-MiniLM-L6-v2"
     assert len(versions["dataset"]["evalset_sha256"]) == 64
+
+
+def test_backend_auto_encodes_with_the_measured_choice_and_records_why(pipeline):
+    assets, steps, _, _ = pipeline
+    [index] = [e.materialization for s in steps for e in s.result.get_asset_materialization_events()
+               if e.materialization.asset_key == dg.AssetKey(["dense_index", "all-MiniLM-L6-v2"])]
+    metadata = {name: value.value for name, value in index.metadata.items()}
+    choice = metadata["backend_choice"]
+    assert metadata["backend_setting"] == "auto" and metadata["backend"] == choice["backend"]
+    # Measured by this build, or by an earlier one on this machine (the machine cache is shared: measured once).
+    assert choice["machine"]["cpu"] == cpu_model() and choice["machine"]["model"] == "all-MiniLM-L6-v2"
+    measured = {b: f for b, f in choice["backends"].items() if "seconds" in f}
+    assert "torch" in measured and len(measured) >= 2  # the fast-cpu extra is installed for the tests
+    assert choice["reason"].startswith(f"{choice['backend']}: ")
+    # The recorded figures give the recorded backend by the rule.
+    assert decide({b: f["seconds"] for b, f in measured.items()},
+                  {b: f["ndcg@10_vs_torch"] for b, f in measured.items()})[0] == choice["backend"]
+    # The vectors are that backend's (model_id names it), and so is the index part of the version tuple.
+    model_id = measured[choice["backend"]]["model_id"]
+    assert set(stored_table(assets, "dense_index/all-MiniLM-L6-v2")["model_id"]) == {model_id}
+    assert metadata["embedding_model"] == model_id
+    assert metadata["version_tuple"]["index"]["embedding_model"] == model_id
+    # Another run on this machine takes the same backend from the cache, measuring nothing.
+    again = choose_backend("all-MiniLM-L6-v2", "auto", [], lambda backend: pytest.fail("measured again"))
+    assert again.from_cache and again.backend == choice["backend"]
 
 
 def test_backfilling_one_retriever_leaves_the_others_untouched(pipeline):

@@ -21,6 +21,7 @@ from rag_eval_assets.retrieval.encoders import (
     EncoderConfigError,
     Kind,
     SentenceTransformerEncoder,
+    backend_of,
     get_encoder,
     resolve_device,
 )
@@ -141,6 +142,7 @@ def test_a_backend_is_exported_into_the_cache_dir_and_agrees_with_torch(backend_
     if backend == "openvino":  # the precision OpenVINO picked for this CPU is part of the id
         suffix = "@openvino" if backend_encoder._exported.precision == "f32" else "@openvino-bf16"
     assert backend_encoder.model_id == MODEL_ID + suffix
+    assert backend_of(backend_encoder.model_id) == backend and backend_of(MODEL_ID) == "torch"
     assert backend_encoder._exported.path.parent == export_dir(cache_dir, MODEL_ID, backend)
     assert backend_encoder._exported.path.is_file()
 

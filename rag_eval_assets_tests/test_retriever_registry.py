@@ -42,7 +42,7 @@ def test_named_variants_resolve_with_their_parameters(tmp_path):
     hybrid = s.variants["hybrid_use"]
     assert [p.name for p in hybrid.parts] == ["bm25", "use"]
     assert hybrid.version()["of"][1] == {"name": "use", "kind": "dense", "model": "use-multilingual-v3", "device": "auto",
-                                         "backend": "torch"}
+                                         "backend": "auto"}
 
 
 def test_the_short_list_keeps_its_meaning(tmp_path):
@@ -178,17 +178,19 @@ def test_dense_settings_device_and_backend_name_the_index(tmp_path):
         "retrievers:\n"
         "  minilm: {kind: dense}\n"
         "  minilm_ov: {kind: dense, backend: openvino, device: cpu}\n"
+        "  minilm_torch: {kind: dense, backend: torch}\n"
     )))
     needs = {n.key for n in needs_of(s.variants, s.corpus.language)}
-    assert needs == {"all-MiniLM-L6-v2", "all-MiniLM-L6-v2__openvino"}  # quantised vectors are another index
-    assert s.variants["minilm"].params.device == "auto"
+    # Another backend's vectors are another index; the model's plain name is auto's (the default).
+    assert needs == {"all-MiniLM-L6-v2", "all-MiniLM-L6-v2__openvino", "all-MiniLM-L6-v2__torch"}
+    assert (s.variants["minilm"].params.device, s.variants["minilm"].params.backend) == ("auto", "auto")
     (tmp_path / "bad").mkdir()
     with pytest.raises(InputError) as info:
         load_settings(write_sample_config(tmp_path / "bad", "retrievers:\n  x: {kind: dense, device: gpu, "
                                           "backend: tensorrt}\n"))
     found = {(p.field, p.message) for p in info.value.problems}
     assert ("retrievers.x.device", "'gpu' is not one of auto, cpu, cuda, cuda:N, mps") in found
-    assert ("retrievers.x.backend", "'tensorrt' is not one of torch, onnx, onnx-int8, openvino") in found
+    assert ("retrievers.x.backend", "'tensorrt' is not one of auto, torch, onnx, onnx-int8, openvino") in found
 
 
 def test_a_variant_version_never_carries_a_credential(tmp_path):

@@ -7,7 +7,8 @@ its vectors: the embedding cache keys on both, so vectors of different backends 
 runs ("cpu", "cuda", "cuda:1", "mps").
 
 Backends of a sentence-transformers model (docs/encoders.md): "torch" on any device; "onnx", "onnx-int8" and
-"openvino" on the CPU, exported from the local model on first use and kept under `<cache_dir>/models/`.
+"openvino" on the CPU, exported from the local model on first use and kept under `<cache_dir>/models/` (the pipeline
+passes the machine cache, retrieval/backend_choice.py, which also decides the dense settings' `backend: auto`).
 """
 
 from __future__ import annotations
@@ -163,6 +164,15 @@ class SentenceTransformerEncoder:
             show_progress_bar=False,
         )
         return _normalised(vectors)
+
+
+def backend_of(model_id: str) -> str:
+    """The backend whose vectors a model id names: the inverse of the "@<backend>" suffix SentenceTransformerEncoder
+    adds ("@openvino-bf16" is openvino in bf16); torch without one."""
+    suffix = model_id.rpartition("@")[2] if "@" in model_id else ""
+    if suffix in BACKENDS:
+        return suffix
+    return "openvino" if suffix.startswith("openvino-") else "torch"
 
 
 def _cached_snapshot(model_id: str) -> Path:

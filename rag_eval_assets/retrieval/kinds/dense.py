@@ -1,6 +1,7 @@
 """`kind: dense`: exact cosine search over one sentence encoder's chunk vectors (retrieval/dense.py). Its index
-family, `dense_index`, has one index per model and backend (`dense_index/<model>`), shared by every variant that uses
-it."""
+family, `dense_index`, has one index per model and backend setting (`dense_index/<model>` for `auto`), shared by
+every variant that uses it. With `backend: auto` the index is encoded by the backend retrieval/backend_choice.py
+measures fastest within the accuracy bound on this machine, and its queries by the backend its stored vectors name."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from typing import Annotated, ClassVar, Literal
 import pandas as pd
 from pydantic import AfterValidator, BaseModel, StrictStr
 
+from rag_eval_assets.retrieval.backend_choice import choose_backend
 from rag_eval_assets.retrieval.dense import DenseIndex
 from rag_eval_assets.retrieval.embedding_cache import text_key
+from rag_eval_assets.retrieval.encoders import backend_of
 from rag_eval_assets.retrieval.index_families import BuiltIndex, IndexEnv, IndexFamily, IndexNeed
 from rag_eval_assets.retrieval.index_tables import dense_from_frame, dense_to_frame
 from rag_eval_assets.retrieval.registry import BuiltIndexes, Variant
@@ -31,27 +34,31 @@ def _device(device: str) -> str:
 class DenseSettings(Section):
     model: StrictStr = "all-MiniLM-L6-v2"  # packaged offline; "use-multilingual-v3", a local path or a cached model id
     device: Annotated[StrictStr, AfterValidator(_device)] = "auto"  # CUDA, then Apple MPS, then CPU (recorded)
-    # Opt-in faster CPU encoding (the fast-cpu extra, docs/encoders.md); quantised vectors differ, so the backend is
-    # part of the index's model id.
-    backend: Literal["torch", "onnx", "onnx-int8", "openvino"] = "torch"
+    # auto: the fastest backend within nDCG@10 0.005 of fp32 torch, measured on this machine (docs/encoders.md);
+    # their vectors differ, so the backend is part of the index's model id.
+    backend: Literal["auto", "torch", "onnx", "onnx-int8", "openvino"] = "auto"
 
 
 def index_key(params: DenseSettings) -> str:
     """The dense index of a model and backend: the model's name (a local directory's name and a hash of its path),
-    then `__backend` unless torch. The device is not part of it: every device gives the same vectors."""
+    then `__backend` unless auto. The device is not part of it: every device gives the same vectors."""
     name = params.model
     if "/" in name or "\\" in name:
         digest = hashlib.sha256(name.encode()).hexdigest()[:8]
         name = f"{Path(name).name}-{digest}"
-    if params.backend != "torch":
+    if params.backend != "auto":
         name = f"{name}__{params.backend}"
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
 def _build(need: IndexNeed, chunks: pd.DataFrame, env: IndexEnv) -> BuiltIndex:
-    """Only chunks not in the embedding cache are encoded."""
-    encoder, cache = env.encoder(need.spec), env.embedding_cache
-    texts = chunks["text"].tolist()
+    """Only chunks not in the embedding cache are encoded; `auto` first decides the backend (cached per machine)."""
+    texts, spec, choice = chunks["text"].tolist(), need.spec, None
+    if spec.backend == "auto":
+        choice = choose_backend(spec.model, spec.device, texts, lambda backend: env.encoder(_with(spec, backend)),
+                                env.log)
+        spec = _with(spec, choice.backend)
+    encoder, cache = env.encoder(spec), env.embedding_cache
     known = len(cache.get(encoder.model_id, [text_key(encoder.input_text(t, "passage")) for t in texts]))
     start = time.perf_counter()
 
@@ -64,7 +71,9 @@ def _build(need: IndexNeed, chunks: pd.DataFrame, env: IndexEnv) -> BuiltIndex:
     return BuiltIndex(index, {"embedding_model": encoder.model_id}, {
         "embedding_model": encoder.model_id,
         "device": encoder.device,
-        "backend": need.spec.backend,
+        "backend": spec.backend,
+        "backend_setting": need.spec.backend,
+        **({"backend_choice": choice.metadata()} if choice else {}),
         "dim": encoder.dim,
         "encoded": len(texts) - known,
         "from_cache": known,
@@ -72,8 +81,15 @@ def _build(need: IndexNeed, chunks: pd.DataFrame, env: IndexEnv) -> BuiltIndex:
     })
 
 
+def _with(spec: DenseSettings, backend: str) -> DenseSettings:
+    return spec.model_copy(update={"backend": backend})
+
+
 def _from_table(table: pd.DataFrame, need: IndexNeed, chunks: pd.DataFrame, env: IndexEnv) -> DenseIndex:
-    encoder = env.encoder(need.spec)
+    spec = need.spec
+    if spec.backend == "auto" and len(table):  # queries go through the backend that encoded the stored vectors
+        spec = _with(spec, backend_of(str(table["model_id"].iloc[0])))
+    encoder = env.encoder(spec)
     return DenseIndex(dense_from_frame(table, chunks["chunk_id"], encoder.model_id), encoder, env.embedding_cache)
 
 
@@ -85,6 +101,8 @@ DENSE_INDEX = IndexFamily(
     from_table=_from_table,
     version=lambda need: {"embedding_model": need.key},
     keyed=True,
+    # The key does not name `auto`: an index stored under the same key before auto existed was encoded by torch.
+    reads=lambda need: {"backend": need.spec.backend},
     asset_kinds=frozenset({"pandas", "parquet", "pytorch"}),
     device=lambda need: need.spec.device,
 )
