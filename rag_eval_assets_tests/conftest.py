@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 # Models come from installed packages; any attempt to reach a hub must fail fast, not hang.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# The machine cache (dense backend exports and the measured `backend: auto` choice) in the checkout, not the user's
+# home: the suite measures once per checkout, shared by its workers and the processes they start, and leaves the
+# home as it found it.
+os.environ.setdefault("RAG_EVAL_MACHINE_CACHE",
+                      str(Path(__file__).resolve().parents[1] / "test-artifacts" / "machine-cache"))
 
 
 @pytest.fixture(autouse=True, scope="module")
