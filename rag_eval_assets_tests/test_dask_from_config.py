@@ -160,11 +160,11 @@ def test_encode_steps_ask_for_a_gpu_worker_when_the_device_is_cuda(tmp_path):
         executors = {job: defs.resolve_job_def(job).executor_def.name
                      for job in (*CLUSTER_JOBS, METRICS_JOB, "__ASSET_JOB")}
         found[name] = (defs.resolve_assets_def(dense_index).op.tags.get(RESOURCE_REQUIREMENTS_TAG), executors)
-    on_cluster = {**dict.fromkeys(CLUSTER_JOBS, "dask"), METRICS_JOB: "multiprocess", "__ASSET_JOB": "dask"}
+    on_cluster = {**dict.fromkeys(CLUSTER_JOBS, "dask"), METRICS_JOB: "in_process", "__ASSET_JOB": "dask"}
     assert found == {
         "cuda on a cluster": ('{"GPU": 1}', on_cluster),
         # Dagster's own default for the implicit asset job, as before.
-        "cuda, no cluster": (None, {**dict.fromkeys(CLUSTER_JOBS, "multiprocess"), METRICS_JOB: "multiprocess",
+        "cuda, no cluster": (None, {**dict.fromkeys(CLUSTER_JOBS, "in_process"), METRICS_JOB: "in_process",
                                     "__ASSET_JOB": "multi_or_in_process_executor"}),
         "cpu on a cluster": (None, on_cluster),
     }
