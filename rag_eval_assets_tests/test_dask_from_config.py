@@ -26,6 +26,7 @@ from rag_eval_assets.defs.cluster_resources import RESOURCE_REQUIREMENTS_TAG
 from rag_eval_assets.defs.executors import EXECUTOR_TAG, SCHEDULER_TAG
 from rag_eval_assets.defs.run_log import LOG_FILE
 from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, CLUSTER_JOBS, INPUTS_JOB, METRICS_JOB, pipeline_stages
+from rag_eval_assets.redaction import redact_url
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.dagster_server import (
     BIN, REPO, dagster_env, graphql, running_server, wait_for_asset_keys,
@@ -35,6 +36,7 @@ from rag_eval_assets_tests.llm_fault_server import llm_fault_server, schema_repl
 from rag_eval_assets_tests.nightly_host import night_runs
 from rag_eval_assets_tests.sample_config import write_sample_config
 from rag_eval_assets_tests.stored_tables import stored_table
+from rag_eval_assets_tests.test_ui_browser import ARTIFACTS, UI_TIMEOUT_MS, browser  # noqa: F401 (a fixture)
 from rag_eval_assets_tests.waiting import IDLE_S, run_to_end, wait_for
 
 ADDRESS_ENV = "RAG_EVAL_DASK"
@@ -225,6 +227,42 @@ def test_rag_eval_run_executes_the_fanning_out_jobs_on_the_workers(stack):
                 assert re.search(rf"{run.run_id} - ENGINE_EVENT - step {re.escape(step)} ran on dask worker w[12] ",
                                  text), step
     assert f"executing each step on the dask scheduler at {address}" in text
+
+
+def test_the_ui_shows_where_a_cluster_run_ran_in_chromium(stack, browser):  # noqa: F811
+    """The runs so far (the night's, `rag-eval run`'s) as a person finds them in the UI: the run list shows the
+    executor's and the scheduler's tags, and a run's page shows them under "View tags and config", for a run whose
+    steps ran on the cluster and not for the metrics run; the scheduler as redaction.py writes it (credentials, were
+    there any, masked)."""
+    from playwright.sync_api import expect  # importable: the browser fixture skipped or failed otherwise
+
+    with _instance(stack) as instance:
+        runs = instance.get_runs()
+    on_cluster = [run for run in runs if run.job_name in CLUSTER_JOBS]
+    assert on_cluster and all(run.tags.get(EXECUTOR_TAG) == "dask" for run in on_cluster)
+    assert not [run for run in runs if run.job_name not in CLUSTER_JOBS and EXECUTOR_TAG in run.tags]
+    executor, scheduler = f"{EXECUTOR_TAG}: dask", f"{SCHEDULER_TAG}: {redact_url(stack['cluster'].address)}"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1600, "height": 1200})
+    page.set_default_timeout(UI_TIMEOUT_MS)
+    page.goto(f"{stack['url']}/runs")
+    page.locator(f'a[href="/runs/{runs[0].run_id}"]').first.wait_for()
+    # A row shows a few of its run's tags beside "View all tags": at least the cluster's on some row, on no more rows
+    # than ran on the cluster.
+    for tag in (executor, scheduler):
+        expect(page.get_by_text(tag, exact=True).first).to_be_visible()
+        assert page.get_by_text(tag, exact=True).count() <= len(on_cluster)
+    page.screenshot(path=ARTIFACTS / "cluster_runs.png")
+    metrics = next(run for run in runs if run.job_name == METRICS_JOB)
+    for run, shown in ((on_cluster[0], 1), (metrics, 0)):
+        page.goto(f"{stack['url']}/runs/{run.run_id}")
+        page.get_by_role("button", name="View tags and config").click()
+        dialog = page.get_by_role("dialog")
+        dialog.get_by_text("Tags", exact=True).wait_for()
+        expect(dialog.get_by_text(executor, exact=True)).to_have_count(shown)
+        expect(dialog.get_by_text(scheduler, exact=True)).to_have_count(shown)
+        if shown:
+            page.screenshot(path=ARTIFACTS / "cluster_run_tags.png")
 
 
 def test_a_backfill_from_the_cli_runs_on_the_workers(stack):
