@@ -9,6 +9,7 @@ The tests share one cluster and server and run in file order: the last one kills
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -34,8 +35,9 @@ from rag_eval_assets_tests.dagster_server import (
 from rag_eval_assets_tests.dask_cluster import DaskCluster, dask_cluster, steps_by_worker
 from rag_eval_assets_tests.llm_fault_server import llm_fault_server, schema_reply
 from rag_eval_assets_tests.nightly_host import night_runs
-from rag_eval_assets_tests.sample_config import write_sample_config
+from rag_eval_assets_tests.sample_config import SAMPLE_EVALSET, write_sample_config
 from rag_eval_assets_tests.stored_tables import stored_table
+from rag_eval_assets_tests.test_cli_terminal import _not_ours
 from rag_eval_assets_tests.test_ui_browser import ARTIFACTS, UI_TIMEOUT_MS, browser  # noqa: F401 (a fixture)
 from rag_eval_assets_tests.waiting import IDLE_S, run_to_end, wait_for
 
@@ -263,6 +265,30 @@ def test_the_ui_shows_where_a_cluster_run_ran_in_chromium(stack, browser):  # no
         expect(dialog.get_by_text(scheduler, exact=True)).to_have_count(shown)
         if shown:
             page.screenshot(path=ARTIFACTS / "cluster_run_tags.png")
+
+
+def test_an_input_error_on_the_cluster_exits_2_and_says_why_first(stack):
+    """README's exit codes with execution.dask: a bad evalset line fails preflight on a worker; `rag-eval run` exits
+    2, its first line names the file, line and field, and stderr holds rag-eval's own lines only."""
+    directory = stack["tmp"] / "bad_input"
+    directory.mkdir()
+    lines = SAMPLE_EVALSET.read_text(encoding="utf-8").splitlines()[:3]
+    second = json.loads(lines[1])
+    second["question"] = 42
+    evalset = directory / "eval_set.jsonl"
+    evalset.write_text("\n".join([lines[0], json.dumps(second), lines[2]]) + "\n", encoding="utf-8")
+    config = directory / "rag_eval.yaml"
+    config.write_text(stack["config"].read_text(encoding="utf-8")
+                      .replace(f"storage_dir: {stack['tmp'] / 'store'}", f"storage_dir: {directory / 'store'}")
+                      .replace(f"path: {SAMPLE_EVALSET}", f"path: {evalset}"), encoding="utf-8")
+    done = run_to_end([str(BIN / "rag-eval"), "--config", str(config), "run"], cwd=directory, env=stack["env"])
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0] == (f"run failed (exit 2): preflight: 1 problem(s) in input: - {evalset}:2: "
+                                           "field 'question': expected a string, got number")
+    assert not _not_ours(done.stderr), done.stderr
+    with _instance(stack) as instance:
+        [failed] = [run for run in instance.get_runs() if run.status == dg.DagsterRunStatus.FAILURE]
+    assert failed.job_name == INPUTS_JOB and failed.tags[EXECUTOR_TAG] == "dask"  # it failed on the cluster
 
 
 def test_a_backfill_from_the_cli_runs_on_the_workers(stack):
