@@ -17,6 +17,7 @@ dagster-dask's own worker function (`query_on_dask_worker`). It submits the step
   task and all but one report another run's events (dagster-io/dagster#21418);
 - dask walks tuples in task arguments, and the DagsterRun it passes (a named tuple) holds a `@record` that
   forbids iteration whenever a step uses a pool (the answer grid's `llm` pool), so those runs fail at submission.
+A step whose upstream step failed is not executed (NOT_EXECUTED), as Dagster's own executors skip it.
 """
 
 from __future__ import annotations
