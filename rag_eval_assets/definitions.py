@@ -17,6 +17,7 @@ from rag_eval_assets.defs.code_versions import with_code_versions
 from rag_eval_assets.defs.fingerprints import fingerprint_defs
 from rag_eval_assets.defs.inputs.definitions import inputs_defs
 from rag_eval_assets.defs.jobs import JOBS, RunResult
+from rag_eval_assets.defs.loaded_config import config_sha256
 from rag_eval_assets.defs.report.assets import report_defs
 from rag_eval_assets.defs.resources import LLMResource, RagEvalSettings
 from rag_eval_assets.defs.retrieval.assets import retrieval_defs
@@ -46,7 +47,8 @@ def build_defs(config_path: str | Path | None = None, overrides: Mapping[str, An
         jobs=jobs,
         executor=executor,
         resources={
-            "settings": RagEvalSettings(config_path=str(settings.config_file), overrides=json.dumps(overrides or {})),
+            "settings": RagEvalSettings(config_path=str(settings.config_file), overrides=json.dumps(overrides or {}),
+                                        loaded_sha256=config_sha256(settings.config_file)),
             "io_manager": ParquetIOManagerResource(base_path=settings.assets_dir),
             "llm": _llm_resource(settings),
         },

@@ -53,7 +53,7 @@ def test_a_bad_credential_variable_stops_the_run_at_preflight(case, tmp_path, mo
 
     assert main(["run", "--config", str(config)]) == 2
     out, err = capsys.readouterr()
-    assert f"{config}: field '{setting}': {problem}" in err, err
+    assert f"{config}: field '{setting}': {problem}" in out.splitlines()[0], out
     (log,) = (tmp_path / "store" / "runs").glob("failed-*.log")
     log_text = log.read_text(encoding="utf-8")
     assert " preflight STEP_FAILURE - " in log_text

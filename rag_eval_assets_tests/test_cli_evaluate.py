@@ -104,8 +104,8 @@ def test_missing_model_names_the_config_key(tmp_path, capsys):
     beir = _beir(tmp_path / "beir")
     code = _evaluate(tmp_path, beir, beir, "--retrievers", "dense", "--dense-model", "org/not-installed-model")
     assert code == 1
-    err = capsys.readouterr().err
-    assert "retrieval.dense.model" in err and "org/not-installed-model" in err and "not available offline" in err
+    out = capsys.readouterr().out
+    assert "retrieval.dense.model" in out and "org/not-installed-model" in out and "not available offline" in out
 
 
 def test_evaluate_runs_from_a_directory_without_a_configuration(tmp_path, monkeypatch):

@@ -1,11 +1,14 @@
 """`rag-eval run` as a user starts it outside make (no DAGSTER_HOME, a configuration in its own directory): a
-Dagster home beside the configuration, said once; short reasons instead of stack traces; the whole log in the run
-directory (and on the terminal with --verbose); no progress bars or telemetry banner."""
+Dagster home beside the configuration, said once; a failed run's story on stdout, its first line what failed and
+why, no asset that did not run called up to date, and on stderr nothing but rag-eval's own progress and notices (no
+Dagster log line, no stack trace); the whole log in the run directory (and on the terminal with --verbose); no
+progress bars or telemetry banner."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +26,18 @@ from rag_eval_assets_tests.waiting import run_to_end
 NOTICE = "rag-eval: DAGSTER_HOME is not set: using "
 TELEMETRY_BANNER = "we collect usage statistics"  # Dagster's banner on the first run of a home with telemetry on
 NOISE = ("Loading weights", "%|", TELEMETRY_BANNER, "Traceback", "dagster._core", "Stack Trace")
+# What rag-eval itself writes on stderr without --verbose: each run's outcome and checks as it ends, and its notices.
+OWN_STDERR = re.compile(r"^(\S+( \[\S+\])?: (succeeded|FAILED) \(run [0-9a-f-]{36}\)|  check \S+ (passed|FAILED)|"
+                        r"rag-eval: .+)$")
+
+
+def _not_ours(stderr: str) -> list[str]:
+    """The lines of `stderr` that rag-eval did not write itself (a Dagster log line, a traceback)."""
+    return [line for line in stderr.splitlines() if not OWN_STDERR.match(line)]
+
+
+def _listing(stdout: str) -> dict[str, str]:
+    return dict(re.findall(r"^  (\S+)\s+(materialized.*|up to date|not run.*|FAILED.*)$", stdout, flags=re.M))
 
 
 def _config(directory: Path, collection: Path, k1: float, b: float) -> Path:
@@ -74,7 +89,11 @@ def test_a_failed_gate_says_why_where_and_exits_1_without_a_stack_trace(runs):
     assert broken.returncode == 1
     terminal = broken.stdout + broken.stderr
     assert not [noise for noise in NOISE if noise in terminal], terminal
-    assert "check run_comparison:quality_gate failed: worse: bm25@1: ndcg@k delta" in broken.stderr
+    # The first line says what failed and why (whole: it is not repeated below); no Dagster line on stderr.
+    assert broken.stdout.splitlines()[0].startswith(
+        "run failed (exit 1): check run_comparison:quality_gate failed: worse: bm25@1: ndcg@k delta"), broken.stdout
+    assert broken.stdout.count("quality_gate failed") == 1
+    assert not _not_ours(broken.stderr), broken.stderr
     newest = list_runs(tmp / "store" / "runs")[0]
     comparison = json.loads((newest / "comparison.json").read_text(encoding="utf-8"))
     assert comparison["verdict"] == "worse"
@@ -126,7 +145,13 @@ def test_an_input_error_names_file_line_and_field_and_exits_2(tmp_path):
     assert run.returncode == 2, run.stderr[-3000:]
     terminal = run.stdout + run.stderr
     assert not [noise for noise in NOISE if noise in terminal], terminal
-    assert f"{evalset}:2: field 'question': expected a string, got number" in run.stderr
+    assert run.stdout.splitlines()[0] == (f"run failed (exit 2): preflight: 1 problem(s) in input: - {evalset}:2: "
+                                          "field 'question': expected a string, got number")
+    assert not _not_ours(run.stderr), run.stderr
+    listing = _listing(run.stdout)
+    assert re.fullmatch(r"FAILED in run [0-9a-f-]{36}", listing["preflight"])
+    assert listing["evalset"] == "not run: missing"
+    assert "up to date" not in listing.values(), listing  # nothing was ever materialized
     (log,) = (tmp_path / "store" / "runs").glob("failed-*.log")  # no run directory: the log beside the runs
     assert f"log: {log}\n" in run.stdout
     text = log.read_text(encoding="utf-8")
@@ -134,6 +159,35 @@ def test_an_input_error_names_file_line_and_field_and_exits_2(tmp_path):
     # The log ends with why the run failed, as the terminal said it.
     why = text.split(" ERROR rag_eval: run failed: preflight: ")[1]
     assert why.endswith(f"1 problem(s) in input:\n  - {evalset}:2: field 'question': expected a string, got number\n")
+
+
+def test_a_step_that_raises_says_its_error_first_and_nothing_after_it_is_up_to_date(tmp_path, monkeypatch, capsys):
+    """A forced run whose retrieval step fails with the error a full disk raises: the first line is the step and its
+    error, and the answers and metrics it never got to are not called up to date, though Dagster calls them fresh
+    (the first run's, whose inputs the forced run rewrote unchanged)."""
+    from rag_eval_assets.cli import main
+    from rag_eval_assets.defs.retrieval import assets
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    config = _config(tmp_path, write_collection(tmp_path / "beir"), 0.9, 0.4)
+    assert main(["--config", str(config), "run"]) == 0
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(assets, "run_retriever", full_disk)
+    capsys.readouterr()
+    assert main(["--config", str(config), "run", "--force"]) == 1
+    out = capsys.readouterr()
+    assert out.out.splitlines()[0] == "run failed (exit 1): retrieval_results: [Errno 28] No space left on device"
+    assert not _not_ours(out.err), out.err
+    listing = _listing(out.out)
+    assert listing["chunks"].startswith("materialized")
+    assert re.fullmatch(r"FAILED in run [0-9a-f-]{36}", listing["retrieval_results[bm25]"])
+    assert listing["answers[5|bm25]"] == listing["evaluation_run"] == "not run: the pipeline stopped before it"
+    (log,) = (tmp_path / "store" / "runs").glob("failed-*.log")
+    assert "ERROR rag_eval: run failed: retrieval_results: [Errno 28] No space left on device" in \
+        log.read_text(encoding="utf-8")
 
 
 COMMANDS = {

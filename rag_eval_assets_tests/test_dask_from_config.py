@@ -9,6 +9,7 @@ The tests share one cluster and server and run in file order: the last one kills
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -26,6 +27,7 @@ from rag_eval_assets.defs.cluster_resources import RESOURCE_REQUIREMENTS_TAG
 from rag_eval_assets.defs.executors import EXECUTOR_TAG, SCHEDULER_TAG
 from rag_eval_assets.defs.run_log import LOG_FILE
 from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, CLUSTER_JOBS, INPUTS_JOB, METRICS_JOB, pipeline_stages
+from rag_eval_assets.redaction import redact_url
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.dagster_server import (
     BIN, REPO, dagster_env, graphql, running_server, wait_for_asset_keys,
@@ -33,8 +35,10 @@ from rag_eval_assets_tests.dagster_server import (
 from rag_eval_assets_tests.dask_cluster import DaskCluster, dask_cluster, steps_by_worker
 from rag_eval_assets_tests.llm_fault_server import llm_fault_server, schema_reply
 from rag_eval_assets_tests.nightly_host import night_runs
-from rag_eval_assets_tests.sample_config import write_sample_config
+from rag_eval_assets_tests.sample_config import SAMPLE_EVALSET, write_sample_config
 from rag_eval_assets_tests.stored_tables import stored_table
+from rag_eval_assets_tests.test_cli_terminal import _not_ours
+from rag_eval_assets_tests.test_ui_browser import ARTIFACTS, UI_TIMEOUT_MS, browser  # noqa: F401 (a fixture)
 from rag_eval_assets_tests.waiting import IDLE_S, run_to_end, wait_for
 
 ADDRESS_ENV = "RAG_EVAL_DASK"
@@ -160,11 +164,11 @@ def test_encode_steps_ask_for_a_gpu_worker_when_the_device_is_cuda(tmp_path):
         executors = {job: defs.resolve_job_def(job).executor_def.name
                      for job in (*CLUSTER_JOBS, METRICS_JOB, "__ASSET_JOB")}
         found[name] = (defs.resolve_assets_def(dense_index).op.tags.get(RESOURCE_REQUIREMENTS_TAG), executors)
-    on_cluster = {**dict.fromkeys(CLUSTER_JOBS, "dask"), METRICS_JOB: "multiprocess", "__ASSET_JOB": "dask"}
+    on_cluster = {**dict.fromkeys(CLUSTER_JOBS, "dask"), METRICS_JOB: "in_process", "__ASSET_JOB": "dask"}
     assert found == {
         "cuda on a cluster": ('{"GPU": 1}', on_cluster),
         # Dagster's own default for the implicit asset job, as before.
-        "cuda, no cluster": (None, {**dict.fromkeys(CLUSTER_JOBS, "multiprocess"), METRICS_JOB: "multiprocess",
+        "cuda, no cluster": (None, {**dict.fromkeys(CLUSTER_JOBS, "in_process"), METRICS_JOB: "in_process",
                                     "__ASSET_JOB": "multi_or_in_process_executor"}),
         "cpu on a cluster": (None, on_cluster),
     }
@@ -225,6 +229,66 @@ def test_rag_eval_run_executes_the_fanning_out_jobs_on_the_workers(stack):
                 assert re.search(rf"{run.run_id} - ENGINE_EVENT - step {re.escape(step)} ran on dask worker w[12] ",
                                  text), step
     assert f"executing each step on the dask scheduler at {address}" in text
+
+
+def test_the_ui_shows_where_a_cluster_run_ran_in_chromium(stack, browser):  # noqa: F811
+    """The runs so far (the night's, `rag-eval run`'s) as a person finds them in the UI: the run list shows the
+    executor's and the scheduler's tags, and a run's page shows them under "View tags and config", for a run whose
+    steps ran on the cluster and not for the metrics run; the scheduler as redaction.py writes it (credentials, were
+    there any, masked)."""
+    from playwright.sync_api import expect  # importable: the browser fixture skipped or failed otherwise
+
+    with _instance(stack) as instance:
+        runs = instance.get_runs()
+    on_cluster = [run for run in runs if run.job_name in CLUSTER_JOBS]
+    assert on_cluster and all(run.tags.get(EXECUTOR_TAG) == "dask" for run in on_cluster)
+    assert not [run for run in runs if run.job_name not in CLUSTER_JOBS and EXECUTOR_TAG in run.tags]
+    executor, scheduler = f"{EXECUTOR_TAG}: dask", f"{SCHEDULER_TAG}: {redact_url(stack['cluster'].address)}"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1600, "height": 1200})
+    page.set_default_timeout(UI_TIMEOUT_MS)
+    page.goto(f"{stack['url']}/runs")
+    page.locator(f'a[href="/runs/{runs[0].run_id}"]').first.wait_for()
+    # A row shows a few of its run's tags beside "View all tags": at least the cluster's on some row, on no more rows
+    # than ran on the cluster.
+    for tag in (executor, scheduler):
+        expect(page.get_by_text(tag, exact=True).first).to_be_visible()
+        assert page.get_by_text(tag, exact=True).count() <= len(on_cluster)
+    page.screenshot(path=ARTIFACTS / "cluster_runs.png")
+    metrics = next(run for run in runs if run.job_name == METRICS_JOB)
+    for run, shown in ((on_cluster[0], 1), (metrics, 0)):
+        page.goto(f"{stack['url']}/runs/{run.run_id}")
+        page.get_by_role("button", name="View tags and config").click()
+        dialog = page.get_by_role("dialog")
+        dialog.get_by_text("Tags", exact=True).wait_for()
+        expect(dialog.get_by_text(executor, exact=True)).to_have_count(shown)
+        expect(dialog.get_by_text(scheduler, exact=True)).to_have_count(shown)
+        if shown:
+            page.screenshot(path=ARTIFACTS / "cluster_run_tags.png")
+
+
+def test_an_input_error_on_the_cluster_exits_2_and_says_why_first(stack):
+    """README's exit codes with execution.dask: a bad evalset line fails preflight on a worker; `rag-eval run` exits
+    2, its first line names the file, line and field, and stderr holds rag-eval's own lines only."""
+    directory = stack["tmp"] / "bad_input"
+    directory.mkdir()
+    lines = SAMPLE_EVALSET.read_text(encoding="utf-8").splitlines()[:3]
+    second = json.loads(lines[1])
+    second["question"] = 42
+    evalset = directory / "eval_set.jsonl"
+    evalset.write_text("\n".join([lines[0], json.dumps(second), lines[2]]) + "\n", encoding="utf-8")
+    config = directory / "rag_eval.yaml"
+    config.write_text(stack["config"].read_text(encoding="utf-8")
+                      .replace(f"storage_dir: {stack['tmp'] / 'store'}", f"storage_dir: {directory / 'store'}")
+                      .replace(f"path: {SAMPLE_EVALSET}", f"path: {evalset}"), encoding="utf-8")
+    done = run_to_end([str(BIN / "rag-eval"), "--config", str(config), "run"], cwd=directory, env=stack["env"])
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0] == (f"run failed (exit 2): preflight: 1 problem(s) in input: - {evalset}:2: "
+                                           "field 'question': expected a string, got number")
+    assert not _not_ours(done.stderr), done.stderr
+    with _instance(stack) as instance:
+        [failed] = [run for run in instance.get_runs() if run.status == dg.DagsterRunStatus.FAILURE]
+    assert failed.job_name == INPUTS_JOB and failed.tags[EXECUTOR_TAG] == "dask"  # it failed on the cluster
 
 
 def test_a_backfill_from_the_cli_runs_on_the_workers(stack):

@@ -129,9 +129,9 @@ def test_a_run_failing_its_call_health_check_leaves_the_last_good_run_current(tm
             f"llm: {{base_url: '{server.base_url}', model: m, max_error_rate: 0, "
             "retry: {max_attempts: 1, base_delay: 0.0, max_delay: 0.0}}\n"))
         assert main(["--config", str(failing), "run"]) == 1
-    err = capsys.readouterr().err
-    assert "check evaluation_run:call_health failed:" in err
-    assert f"calls to the answerer LLM at {server.base_url} failed" in err
+    out = capsys.readouterr().out
+    assert "\nrun failed (exit 1): check evaluation_run:call_health failed:" in out
+    assert f"calls to the answerer LLM at {server.base_url} failed" in out
 
     store = TableStore(settings.assets_dir)
     assert store.current() == current  # the pointer did not move

@@ -63,10 +63,10 @@ def test_an_llm_outage_fails_the_run_and_says_why(mode, tmp_path, monkeypatch, c
         elapsed = time.monotonic() - start
     out, err = capsys.readouterr()
     assert code == 1, err
-    assert "check evaluation_run:call_health failed:" in err and reason in err, err
+    assert "check evaluation_run:call_health failed:" in out and reason in out, out
     # An LLM answerer fails first (no judge is asked then); after extractive answers the judge is what fails.
     who = "the answerer LLM" if answerer == "llm" else "the judge"
-    assert f"calls to {who} at {server.base_url} failed (" in err, err
+    assert f"calls to {who} at {server.base_url} failed (" in out, out
     # The line that says how the run went says it failed and why, never a verdict beside exit 1.
     assert "run failed (exit 1): check evaluation_run:call_health failed: bm25@5 " in out and "verdict:" not in out
     assert elapsed < 240  # two attempts per call, no waiting between them: bounded, never a hang
@@ -139,7 +139,7 @@ def test_a_run_after_an_outage_is_compared_with_the_last_good_run(tmp_path, monk
                    """status 500): response body: '{"error": {"message": "scripted 500"}}'""")
     assert reason.startswith("check evaluation_run:call_health failed: bm25@5 judge correctness: 11 of 11 calls "
                              f"to the judge at {server.base_url} failed (100% > 5%); {first_error}; ")
-    assert reason in outage["err"]  # whole on stderr
+    assert reason in "\n".join(outage["out"])  # whole below the first line
 
     lines = [_status_line(r["out"]) for r in (good, outage, again)]
     assert lines == [
@@ -159,7 +159,7 @@ def test_a_run_after_an_outage_is_compared_with_the_last_good_run(tmp_path, monk
 
     # The outage alone posts its alert: the failed check and where its run directory is.
     assert [len(r["messages"]) for r in (good, outage, again)] == [0, 1, 1]
-    (metrics_run,) = [line.split("(run ")[1].rstrip(")") for line in outage["out"]
+    (metrics_run,) = [line.split("(run ")[1].rstrip(")") for line in outage["err"].splitlines()
                       if line.startswith("metrics_job: FAILED")]
     assert outage["messages"][0]["text"].splitlines() == [
         "rag-eval: run failure — metrics_job", "job: metrics_job", f"dagster run: {metrics_run}",

@@ -4,9 +4,10 @@ code location's server) with the default `alerts.on` and a loopback webhook, eac
 
 1. a first night: complete, no baseline, exit 0, no alert;
 2. rag_eval.yaml edited (bm25 broken on purpose) while the code location holds the old file: the sensor refuses to
-   plan from the old configuration, and the command says so, how to reload, and exits 2; nothing is committed; once
-   the code location is reloaded (the UI's Reload, through GraphQL) the sensor carries that night on, from the
-   edited file;
+   plan from the old configuration, and the command says so, how to reload, and exits 2; nothing is committed; a
+   materialization the UI launches (its Materialize, through GraphQL) and an asset backfill are refused alike,
+   before any step materializes anything; once the code location is reloaded (the UI's Reload, through GraphQL) the
+   sensor carries that night on, from the edited file;
 3. the next night runs the edited file and is WORSE, with its deciding cells, exit 1, no advice to re-execute, one
    alert;
 4. a document added to the corpus: INCOMPATIBLE with the reason, exit 2, one alert (default alerts.on leaves the
@@ -41,6 +42,11 @@ LOCATION = "rag_eval_assets.definitions"
 RELOAD_LOCATION = """mutation($name: String!) { reloadRepositoryLocation(repositoryLocationName: $name) {
   __typename ... on WorkspaceLocationEntry { name } } }"""
 LOCATIONS = "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus } } } }"
+REPOSITORY = "{ repositoriesOrError { ... on RepositoryConnection { nodes { name location { name } } } } }"
+LAUNCH = """mutation($params: ExecutionParams!) { launchRun(executionParams: $params) {
+  __typename ... on LaunchRunSuccess { run { runId } } ... on PythonError { message } } }"""
+BACKFILL = """mutation($params: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $params) {
+  __typename ... on LaunchBackfillSuccess { backfillId } ... on PythonError { message } } }"""
 
 
 def _write_config(path: Path, collection: Path, bm25: tuple[float, float]) -> None:
@@ -54,6 +60,44 @@ def _write_config(path: Path, collection: Path, bm25: tuple[float, float]) -> No
         f"alerts: {{webhook_url_env: {HOOK_ENV}}}\n",
         encoding="utf-8",
     )
+
+
+def _launched_from_the_ui(url: str, instance: dg.DagsterInstance, watch: Path) -> dict[str, tuple]:
+    """retrieval_results[bm25] launched as the UI launches it: its Materialize (the implicit asset job) and an asset
+    backfill of the partition; each run's status, its errors and what it materialized, once it has ended."""
+    [repository] = graphql(url, REPOSITORY)["repositoriesOrError"]["nodes"]
+    selector = {"repositoryLocationName": repository["location"]["name"], "repositoryName": repository["name"],
+                "pipelineName": "__ASSET_JOB", "assetSelection": [{"path": ["retrieval_results"]}],
+                "assetCheckSelection": []}
+    launched = graphql(url, LAUNCH, {"params": {
+        "selector": selector, "runConfigData": "{}",
+        "executionMetadata": {"tags": [{"key": "dagster/partition", "value": "bm25"}]}}})["launchRun"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    backfill = graphql(url, BACKFILL, {"params": {"assetSelection": [{"path": ["retrieval_results"]}],
+                                                  "partitionNames": ["bm25"]}})["launchPartitionBackfill"]
+    assert backfill["__typename"] == "LaunchBackfillSuccess", backfill
+
+    def ended(run_id: str | None = None, backfill_id: str | None = None):
+        runs = [instance.get_run_by_id(run_id)] if run_id else instance.get_runs(
+            dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
+        return runs[0] if runs and runs[0].is_finished else None
+
+    found = {}
+    for name, run in (("materialize", wait_for(lambda: ended(run_id=launched["run"]["runId"]),
+                                               "the UI's materialization to end", watch)),
+                      ("backfill", wait_for(lambda: ended(backfill_id=backfill["backfillId"]),
+                                            "the backfill's run to end", watch))):
+        entries = instance.all_logs(run.run_id)
+        errors = []
+        for entry in entries:
+            error = entry.error_info or getattr(
+                entry.dagster_event.event_specific_data if entry.dagster_event else None, "error", None)
+            while error is not None:
+                errors.append(error.message)
+                error = error.cause
+        materialized = [e for e in entries if e.dagster_event_type == dg.DagsterEventType.ASSET_MATERIALIZATION]
+        found[name] = (run.status, errors, materialized)
+    return found
 
 
 def _reload(url: str, watch: Path) -> None:
@@ -104,6 +148,7 @@ def nights(tmp_path_factory):
             edited = _night_of(_last(found["edited"]["stdout"]))
             with dg.DagsterInstance.from_config(str(tmp / "home")) as instance:
                 found["edited_jobs_refused"] = {run.job_name for run in night_runs(instance, edited)}
+                found["edited_ui_runs"] = _launched_from_the_ui(url, instance, tmp)
                 _reload(url, tmp)
                 # Reloaded, the sensor carries the stopped night on, from the file as it is now.
                 found["edited_after_reload"] = wait_for(lambda: next(
@@ -149,6 +194,12 @@ def test_an_edited_configuration_is_refused_until_the_code_location_is_reloaded(
     # is), no report, nothing committed, no alert.
     assert nights["edited_jobs_refused"] == {INPUTS_JOB}
     assert edited["dirs"] == [] and edited["committed"] == good["committed"] and edited["alerts"] == []
+    # A run the UI launched from the old code location, a materialization or a backfill, stops before any step
+    # materializes anything, saying why and how to reload.
+    for name, (status, errors, materialized) in nights["edited_ui_runs"].items():
+        assert status == dg.DagsterRunStatus.FAILURE and materialized == [], (name, errors)
+        said = [error for error in errors if f"{CHANGED} ({nights['tmp'] / 'rag_eval.yaml'}: " in error]
+        assert said and all(RELOAD in error for error in said), (name, errors)
     # Once reloaded, the sensor carried that night on with the edited file: its broken bm25 made it worse.
     assert nights["edited_after_reload"] == dg.DagsterRunStatus.FAILURE
     assert nights["metrics_runs"][night] == dg.DagsterRunStatus.FAILURE

@@ -86,7 +86,8 @@ def test_the_tour_in_the_readme_prints_what_the_readme_shows(tmp_path):
     for command, shown in steps:
         line = ".venv/bin/rag-eval run" if command == "make run" else command
         line = RUN_ID.sub(real_run_id, line).replace(".venv/bin/rag-eval", rag_eval)
-        result = run_to_end(["bash", "-c", line], cwd=checkout, env=env)
+        # Both streams in one, in the order a terminal shows them (runs' progress on stderr, the story on stdout).
+        result = run_to_end(["bash", "-c", f"{line} 2>&1"], cwd=checkout, env=env)
         assert result.returncode == 0, f"$ {command}\n{result.stdout[-2000:]}{result.stderr[-2000:]}"
         # the sample's runs and the sweep's (data/sample/sweep.yaml stores under data/sweep/)
         made += sorted(p.name for runs in (checkout / "data" / "runs", checkout / "data" / "sweep" / "runs")

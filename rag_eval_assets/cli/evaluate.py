@@ -65,7 +65,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     outcome, settings, tables = run_and_read(_write_config(out, config), out / "dagster", args.verbose, read=read)
     if not outcome.ok:
-        print(f"{outcome.failure_line()}\n{outcome.where()}")
+        print(outcome.where())  # why it failed is said first (cli/pipeline.py)
         return outcome.exit_code
 
     tables["per_query"].to_parquet(out / "per_query.parquet", index=False)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 INPUT_ERROR = 2  # exit code of a bad input file or setting (named by file, line and field, or by dotted key)
 # The instance settings rag-eval writes into a Dagster home that has no dagster.yaml (as `make` does).
 INSTANCE_SETTINGS = Path(__file__).resolve().parents[2] / "deploy" / "dagster.yaml"
-FAILURE_LINE = 200  # characters of the reason on the line that says a run failed; all of it is on stderr
+FAILURE_LINE = 200  # characters of the reason on the line that says a run failed; every reason whole follows it
 
 T = TypeVar("T")
 
@@ -73,26 +73,35 @@ class Outcome:
     run_dir: Path | None  # the run directory this pipeline wrote, if it got that far
     log_file: Path
     errors: tuple[str, ...] = ()  # why it failed: the failed checks (name and description) and step errors
+    listing: tuple[str, ...] = ()  # each asset's state (defs/run_events.py)
 
     @property
     def exit_code(self) -> int:
         return 0 if self.ok else INPUT_ERROR if self.input_error else 1
 
     def failure_line(self) -> str:
-        """What a failed pipeline says first: that it failed, and why: the first reason (a check's name and
-        description, or a step's error), cut after its first parts past FAILURE_LINE characters; every reason is
-        whole on stderr above."""
+        """What a failed pipeline says first: that it failed, and why, in one line: the first reason (a check's name
+        and description, or a step's error), cut after its first parts past FAILURE_LINE characters."""
         if not self.errors:
             return f"run failed (exit {self.exit_code}): see the log {self.log_file}"
-        parts = self.errors[0].split("; ")
+        parts = _one_line(self.errors[0]).split("; ")
         shown = parts[0]
         for part in parts[1:]:
             if len(shown) >= FAILURE_LINE:
                 shown += "; …"
                 break
             shown += f"; {part}"
-        more = f" (and {len(self.errors) - 1} more reasons above)" if len(self.errors) > 1 else ""
+        more = f" (and {len(self.errors) - 1} more reasons below)" if len(self.errors) > 1 else ""
         return f"run failed (exit {self.exit_code}): {shown}{more}"
+
+    def story(self) -> list[str]:
+        """What `rag-eval` prints on stdout once the pipeline ended: when it failed, the failure line first, then
+        every reason whole where that line could not hold them; then each asset's state."""
+        if self.ok:
+            return list(self.listing)
+        first = self.failure_line()
+        whole = [] if len(self.errors) == 1 and first.endswith(_one_line(self.errors[0])) else list(self.errors)
+        return [first, *whole, *self.listing]
 
     def where(self) -> str:
         """Where to look: the run directory and its report when written, and the log."""
@@ -132,8 +141,9 @@ def run_and_read(
 
 
 def _pipeline(defs, settings, instance, verbose: bool, force: bool) -> Outcome:
-    """The jobs of the pipeline, their log in a file (and on the terminal with `verbose`); why a run failed on
-    stderr, one line per reason, never a stack trace. With nothing to do, the run directory is the current one's."""
+    """The jobs of the pipeline, their log in a file (and on the terminal with `verbose`); on stdout, when it failed,
+    why (its first line, then every reason whole), then each asset's state; never a stack trace. With nothing to do,
+    the run directory is the current one's."""
     from rag_eval_assets.definitions import cluster_runs
     from rag_eval_assets.defs.run_events import execute_pipeline
     from rag_eval_assets.defs.run_log import RunLog
@@ -145,15 +155,20 @@ def _pipeline(defs, settings, instance, verbose: bool, force: bool) -> Outcome:
     executed = execute_pipeline(defs, settings, instance, log, force, on_cluster)
     ok = executed.failed_run is None
     written = [path for path in list_runs(settings.runs_dir) if path not in before]
-    for error in executed.errors:
-        print(error, file=sys.stderr)
     if not ok and settings.alerts is not None and "failed" in settings.alerts.on:
         _alert_failure(settings, instance, executed.failed_run, executed.errors)
     log.note([f"run failed: {error}" for error in executed.errors])  # the log says why, as the terminal did
     # The log goes into the run directory this pipeline wrote, never into an earlier one it points at.
     log_file = log.keep(written[0] if written else None, failed=not ok)
     run_dir = written[0] if written else _current_run_dir(defs, instance) if ok else None
-    return Outcome(ok, executed.input_error, run_dir, log_file, tuple(executed.errors))
+    outcome = Outcome(ok, executed.input_error, run_dir, log_file, tuple(executed.errors), tuple(executed.listing))
+    print("\n".join(outcome.story()))
+    return outcome
+
+
+def _one_line(reason: str) -> str:
+    """A reason of several lines (an input error's list of problems) on one."""
+    return " ".join(line.strip() for line in reason.splitlines() if line.strip())
 
 
 def _alert_failure(settings, instance, run_id: str, errors: list[str]) -> None:

@@ -26,10 +26,9 @@ def _run(args: argparse.Namespace) -> int:
 
     overrides = spot_check(args.spot_check) if args.spot_check else None
     outcome, settings, _ = run_and_read(args.config, None, args.verbose, args.force, overrides=overrides)
-    if not outcome.ok:
-        # Never the verdict of a run that failed on something else (an outage's "no significant change", exit 0).
-        print(outcome.failure_line())
-    else:
+    # A failed run said why first (cli/pipeline.py), and never gets a verdict line: that of a run that failed on
+    # something else would mislead (an outage's "no significant change", exit 0).
+    if outcome.ok:
         print(f"tables under {settings.assets_dir}")
         comparison = outcome.run_dir / COMPARISON_JSON if outcome.run_dir else None
         if comparison is not None:

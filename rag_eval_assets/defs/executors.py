@@ -17,6 +17,7 @@ dagster-dask's own worker function (`query_on_dask_worker`). It submits the step
   task and all but one report another run's events (dagster-io/dagster#21418);
 - dask walks tuples in task arguments, and the DagsterRun it passes (a named tuple) holds a `@record` that
   forbids iteration whenever a step uses a pool (the answer grid's `llm` pool), so those runs fail at submission.
+A step whose upstream step failed is not executed (NOT_EXECUTED), as Dagster's own executors skip it.
 """
 
 from __future__ import annotations
@@ -63,9 +64,18 @@ class _StepTask:
     known_state: KnownExecutionState | None
 
 
+# What a step's task returns when a step it depends on failed or was not executed itself.
+NOT_EXECUTED = "not executed"
+
+
 def _execute_step(upstream: list, task: _StepTask) -> str:
-    """The step's events, serialised: dask cannot measure the size of Dagster's records, which forbid iteration."""
-    # `upstream` holds the upstream steps' results only so that dask starts this task after them.
+    """The step's events, serialised: dask cannot measure the size of Dagster's records, which forbid iteration.
+    NOT_EXECUTED when a step it depends on failed or was not executed, as Dagster's own executors skip such a step:
+    run, it failed again on inputs never written, and said so as if it were another reason the run failed."""
+    # `upstream` holds the upstream steps' results, so that dask starts this task after them.
+    if any(result == NOT_EXECUTED or any(event.is_step_failure for event in dg.deserialize_value(result, list))
+           for result in upstream):
+        return NOT_EXECUTED
     events = query_on_dask_worker(
         upstream, task.job, task.run, task.run_config, [task.step_key], task.instance_ref, task.known_state
     )
@@ -114,6 +124,10 @@ class DaskClusterExecutor(dg.Executor):
             completed = as_completed(list(futures.values()), with_results=True)
             step_of = {future.key: step for step, future in futures.items()}
             for future, events in iterate_with_context(raise_execution_interrupts, completed):
+                if events == NOT_EXECUTED:
+                    yield DagsterEvent.engine_event(plan_context, f"step {step_of[future.key]} not executed: a step "
+                                                                  "it depends on failed", EngineEventData())
+                    continue
                 yield from dg.deserialize_value(events, list)
                 yield DagsterEvent.engine_event(plan_context, f"step {step_of[future.key]} ran on dask worker "
                                                               f"{_worker_of(client, future)}", EngineEventData())

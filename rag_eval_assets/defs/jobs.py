@@ -34,8 +34,11 @@ METRICS_JOB = "metrics_job"
 # metrics and the run directory stay on the host.
 CLUSTER_JOBS = (INPUTS_JOB, GRID_JOB, ANSWER_GRID_JOB)
 
-# Two steps at a time within a run: the default machine has two cores (the run queue allows two runs).
-BOUNDED = dg.multiprocess_executor.configured({"max_concurrent": 2})
+# A launched run (a night's, the UI's, a backfill's) executes its steps one after another in its own process, as
+# `rag-eval run` executes them; the run queue's two runs at a time use the two cores. The multiprocess executor
+# started a process per step, each importing the code location again: a night on the sample took 4.3 times
+# `rag-eval run` (docs/deployment.md, "How long a night takes").
+STEPS_IN_RUN_PROCESS = dg.in_process_executor
 
 STAGE_SELECTIONS = {
     INPUTS_JOB: dg.AssetSelection.groups("inputs", "index"),
@@ -55,7 +58,8 @@ STAGE_SELECTIONS = {
     ),
 }
 inputs_job, sut_job, retrieval_grid_job, answer_grid_job, metrics_job = JOBS = [
-    dg.define_asset_job(name, selection=selection, executor_def=BOUNDED) for name, selection in STAGE_SELECTIONS.items()
+    dg.define_asset_job(name, selection=selection, executor_def=STEPS_IN_RUN_PROCESS)
+    for name, selection in STAGE_SELECTIONS.items()
 ]
 # The full event log stays in the instance (and the UI, and rag-eval's log file); the terminal is the caller's, which
 # says why a run failed (Dagster's console printed each failed step's stack trace twice).

@@ -1,10 +1,13 @@
 """The pipeline's runs as `rag-eval` shows them on the terminal, read from Dagster's events: one line per run and per
-asset check as each run ends, why a failed run failed (the error our code raised, not Dagster's wrapper around it),
-then one line per asset (and partition): materialized with its row count, up to date, or why it still needs a run."""
+asset check as each run ends (progress, on stderr), why a failed run failed (the error our code raised, not
+Dagster's wrapper around it), and one line per asset (and partition): materialized with its row count, failed, up to
+date, or why it did not run (a failed run's assets, and after a failure whatever lies downstream of what did not
+run, never "up to date")."""
 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -26,6 +29,7 @@ class Executed:
     failed_run: str | None  # the Dagster run that failed; None when every run succeeded
     errors: list[str]  # why it failed: the failed checks (name and description) and the steps' errors
     input_error: bool  # whether an input error (a file, line and field) was why
+    listing: list[str]  # one line per asset (and partition): what became of it
 
 
 def execute_pipeline(
@@ -33,18 +37,18 @@ def execute_pipeline(
     on_cluster: Callable[[Step, str, Mapping[str, str]], RunResult] | None = None,
 ) -> Executed:
     """Materialize what is missing or stale through the jobs (everything with `force`; the fanning-out ones through
-    `on_cluster`, see run_pipeline), saying each run's outcome as it ends; then print the state of every asset (and
-    partition)."""
+    `on_cluster`, see run_pipeline), saying each run's outcome on stderr as it ends; then the state of every asset
+    (and partition), for the caller to print after why the pipeline failed, if it did."""
     errors: list[str] = []
     failed_run = None
     input_error = False
     with log:  # everything the runs log, from here on, goes to the log file
         for line in recover_dead_runs(instance):
-            print(f"rag-eval: recovered {line}")
+            print(f"rag-eval: recovered {line}", file=sys.stderr)
 
         def say(line: str) -> None:
             # Said while a run executes: on the terminal's own descriptor (run_log.py says why).
-            print(f"rag-eval: {line}", file=log.stdout, flush=True)
+            print(f"rag-eval: {line}", file=log.stderr, flush=True)
 
         def around(run_id: str):
             log.listen(instance, run_id)
@@ -52,6 +56,7 @@ def execute_pipeline(
 
         materialized: dict[tuple, str] = {}
         unfinished: dict[tuple, str] = {}  # what a failed run was to materialize
+        failed: dict[tuple, str] = {}  # the assets whose steps failed
         last_run = None
         try:
             for step in run_pipeline(defs, settings, instance, tags=own_tags(), around=around, force=force,
@@ -60,13 +65,18 @@ def execute_pipeline(
                 if on_cluster is not None and step.job in CLUSTER_JOBS:  # its steps' events are the workers'
                     log.catch_up(instance, last_run)
                 label = step.job + (f" [{step.partition}]" if step.partition else "")
-                print(f"{label}: {'succeeded' if step.result.success else 'FAILED'} (run {step.result.run_id})")
+                # Progress, on stderr: stdout tells the outcome, beginning with why the pipeline failed, if it did.
+                print(f"{label}: {'succeeded' if step.result.success else 'FAILED'} (run {step.result.run_id})",
+                      file=sys.stderr, flush=True)
                 materialized.update(_materialized(step.result))
                 failed_checks = _checks(step.result)
                 if not step.result.success:
                     failed_run = step.result.run_id
                     unfinished.update(dict.fromkeys(((key, step.partition) for key in step.assets),
                                                     f"not run: its run {failed_run} failed"))
+                    failed_steps = _failed_step_keys(step.result)
+                    failed.update({(key, step.partition): f"FAILED in run {failed_run}" for key in step.assets
+                                   if key.to_python_identifier() in failed_steps})
                     # A failed blocking check says why in its own description; Dagster's error only names it.
                     errors += failed_checks
                     step_errors, raised_on_input = _step_errors(step.result, failed_checks)
@@ -75,13 +85,33 @@ def execute_pipeline(
         except CommitConflict as exc:  # every run succeeded, but the tables could not become current
             failed_run = last_run
             errors.append(str(exc))
-        planner = Planner(defs.resolve_asset_graph(), settings, instance)
-        for key, partition, why in planner.listing(pipeline_stages(settings)):
-            # An asset its failed run did not get to is no more up to date than a stale one.
-            state = materialized.get((key, partition)) or (f"not run: {why}" if why else None) \
-                or unfinished.get((key, partition), "up to date")
-            print(f"  {key.to_user_string() + (f'[{partition}]' if partition else ''):<44} {state}")
-    return Executed(failed_run, errors, input_error)
+        listing = _listing(Planner(defs.resolve_asset_graph(), settings, instance), pipeline_stages(settings),
+                           {**unfinished, **failed, **materialized}, stopped=failed_run is not None)
+    return Executed(failed_run, errors, input_error, listing)
+
+
+def _listing(planner: Planner, stages, happened: dict[tuple, str], stopped: bool) -> list[str]:
+    """One line per asset (and partition), in pipeline order: what `happened` to it in this pipeline (materialized,
+    failed, or not run by its failed run), else why it needs a run, else up to date. Once the pipeline stopped, an
+    asset downstream of one that did not run (of the same partition, or of any when either has none) is not up to
+    date either: it would have run after it."""
+    not_done: set[tuple] = set()
+    lines = []
+    for key, partition, why in planner.listing(stages):
+        state = happened.get((key, partition))
+        if state is None or (why and state.startswith("not run")):
+            state = f"not run: {why}" if why else state
+        parents = planner.asset_graph.get(key).parent_keys
+        if state is None and stopped and any(
+                parent in parents and (p is None or partition is None or p in (partition, *partition.split("|")))
+                for parent, p in not_done):
+            state = "not run: the pipeline stopped before it"
+        if state is None:
+            state = "up to date"
+        elif not state.startswith("materialized"):
+            not_done.add((key, partition))
+        lines.append(f"  {key.to_user_string() + (f'[{partition}]' if partition else ''):<44} {state}")
+    return lines
 
 
 def _materialized(result: RunResult) -> dict[tuple, str]:
@@ -94,12 +124,16 @@ def _materialized(result: RunResult) -> dict[tuple, str]:
     return out
 
 
+def _failed_step_keys(result: RunResult) -> set[str]:
+    return {event.step_key for event in result.all_events if event.is_step_failure}
+
+
 def _checks(result: RunResult) -> list[str]:
-    """Print each check's outcome; why each failed one failed."""
+    """Print each check's outcome (progress, on stderr); why each failed one failed."""
     failed = []
     for check in result.get_asset_check_evaluations():
         name = f"{check.asset_key.to_user_string()}:{check.check_name}"
-        print(f"  check {name} {'passed' if check.passed else 'FAILED'}")
+        print(f"  check {name} {'passed' if check.passed else 'FAILED'}", file=sys.stderr, flush=True)
         if not check.passed:
             failed.append(f"check {name} failed: {redact_text(check.description or 'no description')}")
     return failed

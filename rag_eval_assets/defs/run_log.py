@@ -1,7 +1,8 @@
 """The log of a `rag-eval` pipeline run: every Dagster event of its runs (DEBUG up, with job, run id and step key)
 and every log record of the process (INFO up), in one file that ends up in the run directory.
 
-The terminal gets the warnings of our code and of the assets' own log messages; with --verbose, the whole log, line
+The terminal gets the warnings and errors of our code and the assets' own warnings (not the errors Dagster's engine
+logs for the steps it skips after a failure: `rag-eval` says why the run failed); with --verbose, the whole log, line
 for line: one handler writes each record to both, and to the terminal on a descriptor of its own
 (`RunLog.stdout`/`stderr`). While a run executes in process, Dagster points descriptors 1 and 2 at its compute log
 files and copies them back to the terminal with a `tail -F` process that it stops without waiting for the last lines
@@ -32,6 +33,7 @@ LOG_FILE = "rag-eval.log"  # in the run directory
 # these records back to the listener that made them.
 EVENT_LOGGER = "rag_eval.dagster_events"
 LINE = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+LOG_MESSAGE = "LOG"  # the kind of a run's log message, which has no Dagster event type
 
 
 def _terse(record: logging.LogRecord) -> str:
@@ -39,9 +41,14 @@ def _terse(record: logging.LogRecord) -> str:
     return f"rag-eval: {record.levelname.lower()}: {record.getMessage()}"
 
 
-def _not_a_dagster_event(record: logging.LogRecord) -> bool:
-    # Step and run failures are what `rag-eval` summarises itself; an asset's own log message has no event type.
-    return getattr(record, "dagster_event", None) is None
+def _for_the_terminal(record: logging.LogRecord) -> bool:
+    """Without --verbose: the warnings and errors of our code and libraries, and an asset's own warnings (a log
+    message of a run, with no event type). Not Dagster's events (`rag-eval` says itself why a run failed), nor the
+    errors its engine logs for each step it skips after a failure ("Dependencies for step … Not executing")."""
+    kind = getattr(record, "dagster_event", None)
+    if kind is None:  # not from a run's event log
+        return record.levelno >= logging.WARNING
+    return kind == LOG_MESSAGE and record.levelno == logging.WARNING
 
 
 class _Tee(logging.Handler):
@@ -59,7 +66,7 @@ class _Tee(logging.Handler):
             self.file.flush()
             if self.verbose:
                 self.terminal.write(line + "\n")
-            elif record.levelno >= logging.WARNING and _not_a_dagster_event(record):
+            elif _for_the_terminal(record):
                 self.terminal.write(_terse(record) + "\n")
             self.terminal.flush()
         except Exception:
@@ -133,8 +140,8 @@ class RunLog:
 
     def _event(self, entry: dg.EventLogEntry) -> None:
         self._heard.add(_identity(entry))
-        kind = entry.dagster_event_type.value if entry.dagster_event_type else None
-        text = f"{entry.job_name} {entry.run_id} {entry.step_key or '-'} {kind or 'LOG'} - {entry.message}"
+        kind = entry.dagster_event_type.value if entry.dagster_event_type else LOG_MESSAGE
+        text = f"{entry.job_name} {entry.run_id} {entry.step_key or '-'} {kind} - {entry.message}"
         error = _error(entry)
         if error is not None:
             text += "\n" + error.to_string().rstrip()

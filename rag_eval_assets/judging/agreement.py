@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import rankdata
 
 from rag_eval_assets.errors import InputError, InputProblem
 
@@ -74,6 +73,8 @@ def agreement(judge: ArrayLike, person: ArrayLike, minimum: int = MINIMUM_PAIRS)
         notes.append(f"Spearman's correlation is undefined: {' and '.join(constant)} gave one grade to every answer.")
         spearman = math.nan
     else:
+        from scipy.stats import rankdata  # when used: a second of every Dagster process's import
+
         spearman = float(np.corrcoef(rankdata(j), rankdata(p))[0, 1])
     return Agreement(
         n=n,

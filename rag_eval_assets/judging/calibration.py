@@ -35,7 +35,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
 
 Value = float | np.ndarray
 JUDGE_FROM = 30  # the fewest grades from which the judge is weighed in (lam may exceed 0)
@@ -133,6 +132,8 @@ def mean_difference(current: MeanEstimate, baseline: MeanEstimate, alpha: float 
     run the normal quantile raised the gate's false alarms to 6.2-6.4%). When both runs' errors move together (the same
     questions, grades reused) the true variance is smaller, so the interval is conservative (too wide), never too
     narrow."""
+    from scipy import stats  # when used: scipy.stats is a second of every Dagster process's import
+
     _alpha(alpha)
     with np.errstate(divide="ignore", invalid="ignore"):
         d = np.asarray(current.estimate, dtype=float) - np.asarray(baseline.estimate, dtype=float)
@@ -158,6 +159,8 @@ def within_scale(estimate: MeanEstimate, bottom: float, top: float) -> MeanEstim
 
 def _estimate(mean: np.ndarray, se: np.ndarray, df: np.ndarray, alpha: float, one: bool) -> MeanEstimate:
     """The t interval with `df` degrees of freedom (none, for one item: NaN)."""
+    from scipy import stats  # when used: scipy.stats is a second of every Dagster process's import
+
     _alpha(alpha)
     with np.errstate(divide="ignore", invalid="ignore"):
         df = np.asarray(df, dtype=float)

@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 from rag_eval_assets.metrics.ragas_context import RAGAS_METRICS
 
@@ -214,6 +217,11 @@ def plot_stage_costs(stages: pd.DataFrame, path: str | Path) -> Path:
 
 
 def _figure(ncols: int = 1):
+    # matplotlib when a chart is drawn, not when the code location is imported: every Dagster process (each launched
+    # run) imports it, and matplotlib is over a second of that.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     return fig, fig.subplots(1, ncols)
