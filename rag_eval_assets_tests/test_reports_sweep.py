@@ -115,3 +115,17 @@ def test_a_variant_without_its_own_chunking_is_charted_at_the_top_level_one() ->
     versions = variant_versions(cfg)
     assert versions["bm25"]["chunking"] == {"chunk_size_chars": 800, "overlap_chars": 100}
     assert versions["bm25_300"]["chunking"] == {"chunk_size_chars": 300, "overlap_chars": 50}
+
+
+def test_a_parameter_that_moves_in_step_with_another_is_not_charted_again(sweep_run: Run) -> None:
+    # The fixture's overlap is 50 throughout; here it follows the chunk size (400-50, 800-100), as a sweep over
+    # chunkings with their own overlaps does: one chart for the chunking, not a second with the same points.
+    config = {**sweep_run.config, "version_tuple": {**sweep_run.config["version_tuple"], "retriever": {
+        **sweep_run.config["version_tuple"]["retriever"], "retrievers": {
+            name: ({**v, "chunking": {"chunk_size_chars": v["chunking"]["chunk_size_chars"],
+                                      "overlap_chars": v["chunking"]["chunk_size_chars"] // 8}}
+                   if "chunking" in v else v)
+            for name, v in sweep_run.config["version_tuple"]["retriever"]["retrievers"].items()}}}}
+    (ranking,) = rank_retrievers(sweep_run)
+    (sweep,) = sweeps(config, ranking)
+    assert sweep.parameters == ("b", "chunking.chunk_size_chars", "k1")

@@ -484,3 +484,15 @@ def test_a_broken_service_beside_unchanged_retrievers_is_worse(tmp_path: Path) -
     only = compare_runs(base, broken, GateSettings(retrievers=("http",), correction="holm"))
     assert {g.retriever for g in only.cells} == {"http"} and only.verdict == WORSE
     assert "retrievers=http" in format_comparison(only)
+
+
+def test_a_retriever_only_one_run_holds_is_named_not_passed_over(tmp_path: Path) -> None:
+    # A sweep value changed renames its variants: their cells cannot be paired, and the comparison says so.
+    base = crafted_run(tmp_path, "base", {("bm25_k1-0.9", 5): hits(BASE), ("bm25_k1-1.5", 5): hits(BASE)})
+    cand = crafted_run(tmp_path, "cand", {("bm25_k1-0.9", 5): hits(BASE), ("bm25_k1-0.01", 5): hits(BASE)})
+    c = compare_runs(base, cand)
+    assert [cell.name for cell in c.cells] == ["bm25_k1-0.9@5"]
+    assert "only in the base run, not compared: bm25_k1-1.5" in c.warnings
+    assert "only in the candidate run, not compared: bm25_k1-0.01" in c.warnings
+    # Restricted to the compared retrievers, the others are not named.
+    assert not [w for w in compare_runs(base, cand, retrievers=["bm25_k1-0.9"]).warnings if w.startswith("only in")]

@@ -53,8 +53,10 @@ def sweeps(config: Mapping[str, Any], ranking: KRanking) -> list[Sweep]:
     values = {r.retriever: r for r in ranking.retrievers}
     out = []
     for kind, variants in sorted(by_kind.items()):
-        keys = list(dict.fromkeys(key for _, flat in variants for key in flat if key not in NOT_PARAMETERS))
-        swept = tuple(key for key in keys if len({json.dumps(flat.get(key)) for _, flat in variants}) > 1)
+        # Sorted, so that summary.md (written from the settings) and report.html (from config.json) agree.
+        keys = sorted({key for _, flat in variants for key in flat if key not in NOT_PARAMETERS})
+        swept = _independent([key for key in keys if len({json.dumps(flat.get(key)) for _, flat in variants}) > 1],
+                             [flat for _, flat in variants])
         if len(variants) < 2 or not swept:
             continue
         frame = pd.DataFrame([{"retriever": name, **{key: flat.get(key) for key in swept},
@@ -62,6 +64,18 @@ def sweeps(config: Mapping[str, Any], ranking: KRanking) -> list[Sweep]:
                               for name, flat in variants])
         out.append(Sweep(kind, swept, frame))
     return out
+
+
+def _independent(keys: Sequence[str], flats: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """`keys` less each one that moves in step with one kept before it (each value of one goes with one value of the
+    other, both ways: a chunking's overlap swept with its size), which would only chart the same points again."""
+    kept: list[str] = []
+    for key in keys:
+        if not any(len({(json.dumps(f.get(key)), json.dumps(f.get(other))) for f in flats})
+                   == len({json.dumps(f.get(key)) for f in flats}) == len({json.dumps(f.get(other)) for f in flats})
+                   for other in kept):
+            kept.append(key)
+    return tuple(kept)
 
 
 def line_parameter(sweep: Sweep, parameter: str) -> str | None:

@@ -19,7 +19,7 @@ import pandas as pd
 
 from rag_eval_assets.judging.grading import Grading
 from rag_eval_assets.runs.contents import jsonable
-from rag_eval_assets.runs.store import Run, config_value
+from rag_eval_assets.runs.store import Run
 from rag_eval_assets.verdict.corrections import corrected
 from rag_eval_assets.verdict.deltas import (ConfigChange, MetricDelta, config_changes, metric_deltas, number,
                                            paired_metric_tests, paired_values)
@@ -37,19 +37,10 @@ from rag_eval_assets.verdict.judged import (
     too_few_grades,
 )
 from rag_eval_assets.verdict.paired import paired_tests
+from rag_eval_assets.verdict.invariants import invariants, retrievers_of_one_run
 from rag_eval_assets.verdict.settings import GateSettings
 from rag_eval_assets.verdict.text import graded_n, interval_text, p_text, signed
 
-# (name, dotted key in config.json): runs that differ in one of these measure different things.
-DATASET_INVARIANTS = (
-    ("evalset_sha256", "version_tuple.dataset.evalset_sha256"),
-    ("corpus_sha256", "version_tuple.dataset.corpus_sha256"),
-)
-JUDGE_INVARIANTS = (
-    ("judge_model", "version_tuple.judge.model"),
-    ("judge_prompt_version", "version_tuple.judge.prompt_version"),
-    ("judge_temperature", "version_tuple.judge.temperature"),
-)
 BETTER, WORSE, NO_CHANGE, INCOMPATIBLE = "better", "worse", "no significant change", "incompatible"
 UNDEFINED = "undefined"
 PAIRED, CALIBRATED = "paired", "calibrated"  # how a cell's change was estimated and tested
@@ -203,13 +194,14 @@ def compare_runs(
         "retrievers": list(retrievers) if retrievers is not None else None,
         "ks": list(ks) if ks is not None else None,
     }
-    mismatches, warnings = _invariants(base, cand)
+    mismatches, warnings = invariants(base, cand)
     incompatible: list[str] = []
     if ignore_invariants:
         warnings += [f"ignored: {m}" for m in mismatches]
     else:
         incompatible += mismatches
 
+    warnings += retrievers_of_one_run(base, cand, retrievers if retrievers is not None else gate.retrievers)
     pairs = paired_values(base, cand)
     tests = paired_metric_tests(pairs, n_perm=n_perm, seed=seed, alpha=gate.alpha)
     deltas = metric_deltas(base, cand, tests)
@@ -377,23 +369,3 @@ def metric_label(cell: GateCell) -> str:
 def _calibrated_n(cell: GateCell) -> str:
     return "" if cell.estimate != CALIBRATED else \
         f" ({graded_n(cell.n_graded_base, cell.n_answers_base, cell.n_graded_cand, cell.n_answers_cand)})"
-
-
-def _invariants(base: Run, cand: Run) -> tuple[list[str], list[str]]:
-    """Invariant mismatch messages, and warnings. Judge invariants apply only when both runs used a judge: a run
-    without one has no judge metrics, so nothing judge-made is compared."""
-    mismatches, warnings = [], []
-    checks = list(DATASET_INVARIANTS)
-    base_judge, cand_judge = (config_value(r.config, JUDGE_INVARIANTS[0][1]) for r in (base, cand))
-    if base_judge is not None and cand_judge is not None:
-        checks += JUDGE_INVARIANTS
-    elif (base_judge is None) != (cand_judge is None):
-        only = "base" if base_judge is not None else "candidate"
-        warnings.append(f"only the {only} run used a judge: judge invariants not checked, judge metrics not compared")
-    for name, key in checks:
-        b, c = config_value(base.config, key), config_value(cand.config, key)
-        if b != c:
-            mismatches.append(f"invariant {name} ({key}) differs: base={b!r}, candidate={c!r}")
-        elif b is None:
-            warnings.append(f"invariant {name} ({key}) is recorded in neither run")
-    return mismatches, warnings
