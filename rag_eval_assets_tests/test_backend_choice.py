@@ -201,8 +201,12 @@ def test_the_choice_is_cached_per_cpu_model_and_package_versions(texts, real, cl
 
     # Measured now, onnx would lose: the cache keeps the machine's choice.
     again = offering({"torch": Timed(real["torch"], 1.0, clock), "onnx": Timed(real["onnx"], 2.0, clock)})
-    cached = choose(texts, again, tmp_path)
+    said: list[str] = []
+    cached = choose_backend(MODEL, "cpu", texts, again, said.append, cache_file=tmp_path / "choice.json")
     assert cached.from_cache and again.asked == []
+    # A run that measured nothing still says in its log which backend encodes and why.
+    assert said == [f"backend auto: onnx, this machine's choice measured {measured.record['measured_at']} "
+                    f"({tmp_path / 'choice.json'}): {measured.record['reason']}"]
     assert cached.backend == measured.backend == "onnx" and cached.record == measured.record
 
     monkeypatch.setattr(backend_choice, "cpu_model", lambda: "Another CPU")

@@ -18,7 +18,7 @@ EXPECTED_ASSETS = {
     "chunks",
     "gold_labels",
     "bm25_index",
-    "dense_index/all-MiniLM-L6-v2",
+    "dense_index/all-MiniLM-L6-v2__torch",
     "preflight",
     "retrieval_results",
     "retrieval_metrics_per_query",
@@ -76,7 +76,7 @@ def test_webserver_serves_the_asset_graph(webserver):
     assert deps["corpus_documents"] == {"preflight", "corpus_files"}
     assert deps["gold_labels"] == {"preflight", "evalset", "corpus_documents", "chunks"}
     assert deps["retrieval_results"] == {"retriever_config", "evalset", "chunks", "bm25_index",
-                                         "dense_index/all-MiniLM-L6-v2"}
+                                         "dense_index/all-MiniLM-L6-v2__torch"}
     assert deps["answers"] == {"evalset", "chunks", "retrieval_results"}
     assert deps["judged_answers"] == {"evalset", "answers"}
     assert by_key["evalset"]["groupName"] == "inputs"

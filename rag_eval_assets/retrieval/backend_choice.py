@@ -143,15 +143,22 @@ def choose_backend(model: str, device: str, texts: list[str], encoder_of: Encode
     key = machine_key(model)
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     if (cached := _read(cache_file).get(digest)) is not None:
-        return BackendChoice(cached["backend"], cached, from_cache=True)
+        return _cached(cached, cache_file, log)
     with _locked(cache_file):  # a second process waits, then takes the first one's measurement
         if (cached := _read(cache_file).get(digest)) is not None:
-            return BackendChoice(cached["backend"], cached, from_cache=True)
+            return _cached(cached, cache_file, log)
         log(f"backend auto: measuring the backends of {model} on this CPU ({key['cpu']}) with the corpus's texts")
         record = {**measure(texts, encoder_of, log), "machine": key}
         _write(cache_file, {**_read(cache_file), digest: record})
     log(f"backend auto: {record['reason']}")
     return BackendChoice(record["backend"], record)
+
+
+def _cached(record: dict[str, Any], cache_file: Path, log: Callable[[str], None]) -> BackendChoice:
+    # Said in every run's log, so that a run which measured nothing still names its backend and why.
+    log(f"backend auto: {record['backend']}, this machine's choice measured {record.get('measured_at', 'earlier')} "
+        f"({cache_file}): {record['reason']}")
+    return BackendChoice(record["backend"], record, from_cache=True)
 
 
 def measure(texts: list[str], encoder_of: EncoderOf, log: Callable[[str], None] = lambda message: None
