@@ -73,8 +73,8 @@ def test_run_grade_five_answers_run_again_and_the_report_shows_agreement_and_cal
     assert sorted(g.grade for g in typed.values()) == sorted(GRADES)
 
     assert main(["--config", str(config), "run"]) == 0
-    out = capsys.readouterr().out
-    assert "answer_grid_job" not in out and "metrics_job: succeeded" in out  # nothing answered or judged again
+    progress = capsys.readouterr().err  # each run's outcome, as the terminal shows it
+    assert "answer_grid_job" not in progress and "metrics_job: succeeded" in progress  # nothing answered again
     run = read_run(list_runs(tmp_path / "store" / "runs")[0])
     assert run.path != first_dir
     grounded = run.metrics["judges"]["judges"]["groundedness"]

@@ -1321,8 +1321,22 @@ def write_evalsets(evalsets_dir: Path, chunks: pd.DataFrame) -> None:
     write_text(evalsets_dir / "beir" / "qrels.tsv", qrels)
 
 
+# README's tour step 5: BM25's k1 against two chunk sizes on the sample, six retrievers in one run.
+SWEEP_CONFIG = """\
+# A sweep on the sample (README, "A five-minute tour"): BM25's k1 against two chunk sizes, six retrievers in one run.
+# Relative paths are relative to this file; its runs land in data/sweep/, apart from rag_eval.yaml's.
+storage_dir: ../sweep
+corpus: {id: sample, path: corpus, language: multi}
+evalset: {name: sample_eval_set, path: evalsets/eval_set.jsonl}
+chunking: {chunk_size_chars: 800, overlap_chars: 100}
+sweep: {kind: bm25, k1: [0.3, 0.9, 1.5], chunking: [{chunk_size_chars: 300, overlap_chars: 50}, {chunk_size_chars: 800, overlap_chars: 100}]}
+k_values: [1, 3, 5, 10]
+answering: {k_values: [5]}
+"""
+
+
 def make_sample_data(out_dir: Path) -> None:
-    """Write corpus/ and evalsets/ under `out_dir`, replacing what was there."""
+    """Write corpus/, evalsets/ and sweep.yaml under `out_dir`, replacing what was there."""
     corpus_dir = out_dir / "corpus"
     evalsets_dir = out_dir / "evalsets"
     for directory in (corpus_dir, evalsets_dir):
@@ -1332,6 +1346,7 @@ def make_sample_data(out_dir: Path) -> None:
     write_corpus(corpus_dir)
     chunks = chunk_documents(load_corpus(corpus_dir), CORPUS_ID, CHUNKER_PARAMS)
     write_evalsets(evalsets_dir, chunks)
+    write_text(out_dir / "sweep.yaml", SWEEP_CONFIG)
 
 
 def main(argv: list[str]) -> None:
