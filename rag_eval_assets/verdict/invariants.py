@@ -21,7 +21,7 @@ JUDGE_INVARIANTS = (
 def retrievers_of_one_run(base: Run, cand: Run, chosen: Sequence[str] | None) -> list[str]:
     """A retriever that only one run holds has no cell to judge: said, so that a renamed or dropped variant (a sweep
     value changed) is never passed over in silence."""
-    held = [set(run.per_query_frame()["retriever"]) for run in (base, cand)]
+    held = [{row["retriever"] for row in run.results} for run in (base, cand)]  # not a second per-query frame
     out = []
     for side, mine, other in (("base", held[0], held[1]), ("candidate", held[1], held[0])):
         alone = sorted(r for r in mine - other if chosen is None or r in chosen)
