@@ -5,6 +5,7 @@ their workers rebuild from here."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -36,13 +37,14 @@ def build_defs(config_path: str | Path | None = None, overrides: Mapping[str, An
     """The code location of configuration file `config_path`, its values overridden by `overrides` (load_settings)
     for every asset alike."""
     settings = load_settings(config_path, overrides)
-    jobs, automation, executor = JOBS, automation_defs(settings), None
+    jobs, executor, cluster = JOBS, None, None
     if settings.execution.dask is not None:
         # dagster-dask and distributed only where the configuration asks for a cluster: every Dagster process
         # imports this module.
         from rag_eval_assets.defs.executors import jobs_on_cluster
 
-        jobs, automation, executor = jobs_on_cluster(settings.execution.dask, JOBS, automation)
+        jobs, executor = jobs_on_cluster(settings.execution.dask, JOBS)
+        cluster = partial(cluster_runs, settings.config_file)  # how a night's run sends them there
     shared = dg.Definitions(
         jobs=jobs,
         executor=executor,
@@ -58,7 +60,7 @@ def build_defs(config_path: str | Path | None = None, overrides: Mapping[str, An
     )
     # Each asset's code version takes in the settings it reads (defs/code_versions.py).
     versioned = dg.Definitions(assets=with_code_versions(domains.assets, settings), asset_checks=domains.asset_checks)
-    return dg.Definitions.merge(shared, versioned, automation)
+    return dg.Definitions.merge(shared, versioned, automation_defs(settings, partial(build_defs, settings.config_file), cluster))
 
 
 def _llm_resource(settings: Settings) -> LLMResource:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from rag_eval_assets.defs.automation import NIGHT_TAG
+from rag_eval_assets.defs.night_story import NIGHT_TAG
 from rag_eval_assets_tests.dagster_server import free_port, stop_group
 from rag_eval_assets_tests.postgres_cluster import postgres_cluster
 from rag_eval_assets_tests.real_components import unavailable

@@ -56,7 +56,7 @@ def test_the_alerts_section_reads_the_bare_yaml_key_on(tmp_path: Path):
 def test_a_canceled_nightly_run_alerts_once(tmp_path: Path, monkeypatch):
     import dagster as dg
 
-    from rag_eval_assets.defs.automation import NIGHT_TAG
+    from rag_eval_assets.defs.night_story import NIGHT_TAG
     from rag_eval_assets.definitions import build_defs
     from rag_eval_assets_tests.sample_config import write_sample_config
 

@@ -22,7 +22,7 @@ import dagster as dg
 import pytest
 
 from rag_eval_assets.definitions import build_defs
-from rag_eval_assets.defs.automation import NIGHT_TAG
+from rag_eval_assets.defs.night_story import NIGHT_TAG
 from rag_eval_assets.defs.cluster_resources import RESOURCE_REQUIREMENTS_TAG
 from rag_eval_assets.defs.executors import EXECUTOR_TAG, SCHEDULER_TAG
 from rag_eval_assets.defs.run_log import LOG_FILE

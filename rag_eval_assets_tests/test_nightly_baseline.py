@@ -13,7 +13,7 @@ import pytest
 
 from rag_eval_assets.cli import main
 from rag_eval_assets.definitions import build_defs
-from rag_eval_assets.defs.automation import NIGHT_TAG
+from rag_eval_assets.defs.night_story import NIGHT_TAG
 from rag_eval_assets.runs.baseline import NEWEST_GOOD
 from rag_eval_assets.runs.listing import list_runs
 from rag_eval_assets.runs.save import RUN_DIR_MODE

@@ -10,7 +10,7 @@ from collections import Counter
 
 import dagster as dg
 
-from rag_eval_assets.defs.automation import NIGHT_TAG
+from rag_eval_assets.defs.night_story import NIGHT_TAG
 from rag_eval_assets.defs.jobs import INPUTS_JOB, STAGE_SELECTIONS, pipeline_stages
 from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
 from rag_eval_assets.defs.storage.table_store import TableStore

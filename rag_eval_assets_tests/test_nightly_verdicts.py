@@ -25,7 +25,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from rag_eval_assets.defs.automation import NIGHT_TAG
+from rag_eval_assets.defs.night_story import NIGHT_TAG
 from rag_eval_assets.defs.jobs import INPUTS_JOB, METRICS_JOB
 from rag_eval_assets.defs.loaded_config import CHANGED, RELOAD
 from rag_eval_assets.defs.storage.table_store import TableStore

@@ -1,5 +1,5 @@
-"""`rag-eval nightly`: a night now, as the 02:00 schedule starts one (its tags, every check), run by the daemon and
-carried on by the nightly_progress sensor; `--wait` follows it to its end (defs/night_on_demand.py)."""
+"""`rag-eval nightly`: a night now, as the 02:00 schedule starts one, its run launched by the daemon; `--wait`
+follows it to its end (defs/night_on_demand.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 
-NOT_NOW = 3  # exit code when no night can start now (no run queue, the sensor stopped, a night still running)
+NOT_NOW = 3  # exit code when no night can start now (no run queue, a night still running)
 
 
 def _nightly(args: argparse.Namespace) -> int:
@@ -32,9 +32,8 @@ def _nightly(args: argparse.Namespace) -> int:
         except CannotStart as exc:
             print(f"error: {exc}", file=sys.stderr)
             return NOT_NOW
-        assets = ", ".join(sorted(key.to_user_string() for key in run.asset_selection or ()))
-        print(f"night {night}: run {run.run_id} ({run.job_name}: {assets}) is in the run queue")
-        print(f"the nightly_progress sensor carries the night on; follow it in the UI: Runs, tag rag_eval/night={night}")
+        print(f"night {night}: run {run.run_id} ({run.job_name}) is in the run queue")
+        print(f"follow it in the UI: Runs, tag rag_eval/night={night}")
         down = daemons_down(instance)
         if down:
             print(f"warning: the daemon has not reported lately ({', '.join(down)}): the run waits in the queue "
@@ -46,7 +45,6 @@ def _follow(instance, settings, night: str) -> int:
     from rag_eval_assets.defs.jobs import METRICS_JOB
     from rag_eval_assets.defs.night_on_demand import follow_night
     from rag_eval_assets.reports.html import REPORT_FILE
-    from rag_eval_assets.reports.night_verdict import night_verdict
     from rag_eval_assets.runs.listing import run_of_pipeline
 
     print("waiting for the night to end (Ctrl-C stops the waiting, not the night)", flush=True)
@@ -66,16 +64,16 @@ def _follow(instance, settings, night: str) -> int:
     where = f"run directory {reports[-1]}, report {reports[-1] / REPORT_FILE}" if reports and reports[-1] else \
         "nothing was missing or stale: no run directory"
     print(f"night {night} is complete, its tables committed; {where}")
+    verdict = line.partition("; verdict: ")[2]
     if reports and reports[-1]:
-        verdict = night_verdict(reports[-1])
-        print(f"verdict: {verdict[0] if verdict else 'no baseline run yet: nothing to compare'}")
+        print(f"verdict: {verdict or 'no baseline run yet: nothing to compare'}")
     return 0
 
 
 def add_nightly(sub, parents: list[argparse.ArgumentParser]) -> None:
     nightly = sub.add_parser(
         "nightly", parents=parents,
-        help="start a night now, as the 02:00 schedule does: the daemon runs it, the nightly sensor carries it on")
+        help="start a night now, as the 02:00 schedule does: the daemon launches its run")
     nightly.add_argument("--wait", action="store_true",
                          help="follow the night to its end; exit 1 when a run of it failed or its verdict is worse, "
                          "2 when it is incompatible or the configuration changed since the code location loaded it")

@@ -175,8 +175,11 @@ def _alert_failure(settings, instance, run_id: str, errors: list[str]) -> None:
     """The failed run's alert (alerts.on: failed), as the nightly sensors send it for a night's runs: the sensors
     watch only nightly runs, and no daemon need be running for this one."""
     from rag_eval_assets.defs.automation import failed_run_alert
+    from rag_eval_assets.runs.listing import run_of_pipeline
 
-    what = failed_run_alert(settings, instance.get_run_by_id(run_id), errors[0] if errors else None)
+    run = instance.get_run_by_id(run_id)
+    written = run_of_pipeline(settings.runs_dir, run.root_run_id or run.run_id)
+    what = failed_run_alert(settings, run, errors[0] if errors else None, written)
     print(f"rag-eval: failure alert: {what}", file=sys.stderr)
 
 

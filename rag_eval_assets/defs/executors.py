@@ -33,7 +33,6 @@ from dagster._core.execution.api import execute_run
 from dagster._core.execution.retries import RetryMode
 from dagster._utils import iterate_with_context
 from dagster_shared.record import replace
-from dagster_shared.utils.warnings import disable_dagster_warnings
 from dagster_dask.executor import get_dask_resource_requirements, query_on_dask_worker
 from distributed import Client, Future, as_completed
 
@@ -170,26 +169,12 @@ def cluster_executor(dask: DaskSettings) -> dg.ExecutorDefinition:
 
 
 def jobs_on_cluster(
-    dask: DaskSettings, jobs: Sequence[dg.UnresolvedAssetJobDefinition], automation: dg.Definitions
-) -> tuple[list[dg.UnresolvedAssetJobDefinition], dg.Definitions, dg.ExecutorDefinition]:
-    """`jobs`, those of CLUSTER_JOBS on the cluster of `dask`; `automation` with its schedules and sensors aimed at
-    those (Dagster would otherwise take a schedule's own job of the same name for the code location's); and the
-    cluster's executor, for the code location's default."""
+    dask: DaskSettings, jobs: Sequence[dg.UnresolvedAssetJobDefinition]
+) -> tuple[list[dg.UnresolvedAssetJobDefinition], dg.ExecutorDefinition]:
+    """`jobs`, those of CLUSTER_JOBS on the cluster of `dask`, and the cluster's executor, for the code location's
+    default."""
     executor = cluster_executor(dask)
-    moved = {job.name: replace(job, executor_def=executor) for job in jobs if job.name in CLUSTER_JOBS}
-
-    def aimed(targets: Sequence) -> list:
-        return [moved.get(target.job_def.name, target.job_def) for target in targets]
-
-    schedules = [schedule.with_updated_job(*aimed([schedule.target])) if schedule.job_name in moved else schedule
-                 for schedule in automation.schedules or ()]
-    # Copying a sensor passes its `owners` on, which Dagster warns about (a beta parameter) in every process.
-    with disable_dagster_warnings():
-        sensors = [sensor.with_updated_jobs(aimed(sensor.targets))
-                   if any(t.has_job_def and t.job_def.name in moved for t in sensor.targets) else sensor
-                   for sensor in automation.sensors or ()]
-    return ([moved.get(job.name, job) for job in jobs], dg.Definitions(schedules=schedules, sensors=sensors),
-            executor)
+    return [replace(job, executor_def=executor) if job.name in CLUSTER_JOBS else job for job in jobs], executor
 
 
 def execute_run_of(

@@ -112,13 +112,15 @@ def run_pipeline(
     around: Callable[[str], AbstractContextManager] = lambda run_id: nullcontext(),
     force: bool = False,
     on_cluster: Callable[[Step, str, Mapping[str, str]], RunResult] | None = None,
+    pipeline: str | None = None,
 ) -> Iterator[StepOutcome]:
     """In this process, stage by stage, the runs that materialize what is missing or stale (Planner.next_steps),
     asking again after each wave until nothing is; `force`: every asset of every stage, once. Stops at the first
-    failed run. Each run gets `tags` and the pipeline's PIPELINE_TAG, and executes inside `around(run_id)`; a run
-    of CLUSTER_JOBS through `on_cluster(step, run_id, tags)` when given (execution.dask: definitions.py's
-    cluster_runs), whose executor sends its steps to the cluster. When every run succeeded, the tables commit."""
-    pipeline = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+    failed run. Each run gets `tags` and the PIPELINE_TAG `pipeline` (None: a new one), and executes inside
+    `around(run_id)`; a run of CLUSTER_JOBS through `on_cluster(step, run_id, tags)` when given (execution.dask:
+    definitions.py's cluster_runs), whose executor sends its steps to the cluster. When every run succeeded, the
+    tables commit."""
+    pipeline = pipeline or f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     tags = {**(tags or {}), PIPELINE_TAG: pipeline}
     asset_graph = defs.resolve_asset_graph()
     stages = pipeline_stages(settings)
