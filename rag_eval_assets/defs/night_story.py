@@ -58,10 +58,13 @@ def night_run_dir(settings: Settings, runs: list[dg.DagsterRun]):
 def night_failure(settings: Settings, instance: dg.DagsterInstance, night_run: dg.DagsterRun) -> tuple[str, int]:
     """Why the night of `night_run` (finished, failed or canceled) stopped, and the exit code `rag-eval nightly
     --wait` gives: its verdict when the report ran and its gate failed on it (WORSE with the deciding cells, 1;
-    INCOMPATIBLE with the reason, 2); else the failed run with its error and the advice to re-execute the night (1);
-    else the night's own error (a configuration edited since the code location loaded it: 2)."""
+    INCOMPATIBLE with the reason, 2); else, when it was canceled, that (1); else the failed run with its error and
+    the advice to re-execute the night (1); else the night's own error (a configuration edited since the code
+    location loaded it: 2)."""
     runs = pipeline_runs(instance, night_run)
     failed = next((run for run in runs if run.status in FAILED), None)
+    if night_run.status == dg.DagsterRunStatus.CANCELED:  # what it was running then failed on the interrupt
+        return f"{NIGHTLY_JOB} was canceled" + (f" while {_label(failed)} ran" if failed else ""), 1
     again = (f"re-execute the night's run {night_run.run_id} in the UI (it redoes what is not committed), "
              "or start another night")
     if failed is not None:
@@ -69,12 +72,16 @@ def night_failure(settings: Settings, instance: dg.DagsterInstance, night_run: d
             verdict = night_verdict(night_run_dir(settings, runs))
             if verdict is not None and verdict[1] != 0:
                 return verdict
-        partition = failed.tags.get(PARTITION_TAG)
-        return f"{failed.job_name}{f'[{partition}]' if partition else ''} {run_error(instance, failed)}; {again}", 1
+        return f"{_label(failed)} {run_error(instance, failed)}; {again}", 1
     error = run_error(instance, night_run)
     if CHANGED in error:
         return CHANGED + error.split(CHANGED, 1)[1], INPUT_ERROR
-    return f"{NIGHTLY_JOB} {error}" + ("" if night_run.status == dg.DagsterRunStatus.CANCELED else f"; {again}"), 1
+    return f"{NIGHTLY_JOB} {error}; {again}", 1
+
+
+def _label(run: dg.DagsterRun) -> str:
+    partition = run.tags.get(PARTITION_TAG)
+    return f"{run.job_name}{f'[{partition}]' if partition else ''}"
 
 
 def run_error(instance: dg.DagsterInstance, run: dg.DagsterRun) -> str:
