@@ -3,34 +3,34 @@ code location's server) with the default `alerts.on` and a loopback webhook, eac
 `rag-eval nightly --wait` on a generated BEIR collection:
 
 1. a first night: complete, no baseline, exit 0, no alert;
-2. rag_eval.yaml edited (bm25 broken on purpose) while the code location holds the old file: the sensor refuses to
-   plan from the old configuration, and the command says so, how to reload, and exits 2; nothing is committed; a
-   materialization the UI launches (its Materialize, through GraphQL) and an asset backfill are refused alike,
-   before any step materializes anything; once the code location is reloaded (the UI's Reload, through GraphQL) the
-   sensor carries that night on, from the edited file;
-3. the next night runs the edited file and is WORSE, with its deciding cells, exit 1, no advice to re-execute, one
-   alert;
-4. a document added to the corpus: INCOMPATIBLE with the reason, exit 2, one alert (default alerts.on leaves the
-   incompatible verdict out, so the failure sensor sends the verdict's alert).
+2. rag_eval.yaml edited (bm25 broken on purpose) while the code location holds the old file: a materialization the
+   UI launches (its Materialize, through GraphQL) and an asset backfill are refused, saying why and how to reload,
+   before any step materializes anything, and alert nobody; `rag-eval nightly --wait` makes its night from the file
+   as it is, so the edited configuration runs and the night is WORSE, with its deciding cells, exit 1, no advice to
+   re-execute, nothing committed, one alert;
+3. the UI's Reload (through GraphQL), then a document added to the corpus: INCOMPATIBLE with the reason, exit 2, one
+   alert (the default alerts.on leaves the incompatible verdict out, so the failure sensor sends the verdict's alert).
 
-The nights share one server and run in file order."""
+Each night is one run of nightly_job, and every run its pipeline executed carries the night's tag; `--wait` names
+each of them as it ends. The nights share one server and run in file order."""
 
 from __future__ import annotations
 
 import json
-import subprocess
+import re
 import time
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
-from rag_eval_assets.defs.night_story import NIGHT_TAG
-from rag_eval_assets.defs.jobs import INPUTS_JOB, METRICS_JOB
+from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, GRID_JOB, INPUTS_JOB, METRICS_JOB
 from rag_eval_assets.defs.loaded_config import CHANGED, RELOAD
+from rag_eval_assets.defs.night_story import NIGHT_TAG, NIGHTLY_JOB, pipeline_runs
+from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
 from rag_eval_assets.defs.storage.table_store import TableStore
 from rag_eval_assets.runs.listing import list_runs
-from rag_eval_assets_tests.dagster_server import BIN, REPO, dagster_env, graphql, running_server, wait_for_asset_keys
+from rag_eval_assets_tests.dagster_server import BIN, dagster_env, graphql, running_server, wait_for_asset_keys
 from rag_eval_assets_tests.nightly_host import night_runs
 from rag_eval_assets_tests.synthetic_beir import write_collection
 from rag_eval_assets_tests.waiting import run_to_end, wait_for
@@ -122,11 +122,9 @@ def nights(tmp_path_factory):
     found: dict = {"tmp": tmp}
     with webhook_receiver() as hook:
         env = {**dagster_env(tmp / "home", config), HOOK_ENV: hook.url}
-        with running_server([str(BIN / "dagster"), "dev", "-w", "workspace.yaml"], env, tmp / "dagster.log") as url:
+        with running_server([str(BIN / "dagster"), "dev", "-w", "workspace.yaml"], env, tmp / "dagster.log") as url, \
+                dg.DagsterInstance.from_config(str(tmp / "home")) as instance:
             assert wait_for_asset_keys(url), "the code location did not load"
-            started = subprocess.run([str(BIN / "dagster"), "sensor", "start", "nightly_progress", "-w",
-                                      "workspace.yaml"], cwd=REPO, env=env, capture_output=True, text=True)
-            assert started.returncode == 0, started.stdout + started.stderr
 
             def night(name: str) -> None:
                 before, alerts = set(list_runs(tmp / "store" / "runs")), len(hook.received)
@@ -134,34 +132,31 @@ def nights(tmp_path_factory):
                 done = run_to_end([str(BIN / "rag-eval"), "--config", str(config), "nightly", "--wait"], cwd=tmp,
                                   env=env, watch=tmp)
                 seconds = time.monotonic() - began
-                # The failure sensor posts after the run has ended: give it the ticks it needs to.
-                if done.returncode != 0 and name != "edited":
+                # A night that did not end well alerts: the report sends a worse verdict's alert, the failure sensor
+                # the others after the night's run has ended; give it the ticks it needs to.
+                if done.returncode != 0:
                     wait_for(lambda: len(hook.received) > alerts, "the night's alert", tmp)
                 print(f"\n{name}: exit {done.returncode} after {seconds:.0f} s\n{done.stdout}{done.stderr}")
+                runs = night_runs(instance, _night_of(done.stdout))
                 found[name] = {"code": done.returncode, "stdout": done.stdout, "alerts": hook.received[alerts:],
                                "dirs": [p for p in list_runs(tmp / "store" / "runs") if p not in before],
-                               "committed": store.current().get("pipeline")}
+                               "committed": store.current().get("pipeline"),
+                               "night_runs": [run for run in runs if run.job_name == NIGHTLY_JOB],
+                               "tagged": {run.run_id for run in runs}}
+                found[name]["pipeline"] = [pipeline_runs(instance, run) for run in found[name]["night_runs"]]
 
             night("good")
             _write_config(config, collection, BROKEN)
+            found["edited_ui_runs"] = _launched_from_the_ui(url, instance, tmp)
             night("edited")
-            edited = _night_of(_last(found["edited"]["stdout"]))
-            with dg.DagsterInstance.from_config(str(tmp / "home")) as instance:
-                found["edited_jobs_refused"] = {run.job_name for run in night_runs(instance, edited)}
-                found["edited_ui_runs"] = _launched_from_the_ui(url, instance, tmp)
-                _reload(url, tmp)
-                # Reloaded, the sensor carries the stopped night on, from the file as it is now.
-                found["edited_after_reload"] = wait_for(lambda: next(
-                    (run.status for run in night_runs(instance, edited)
-                     if run.job_name == METRICS_JOB and run.is_finished), None), "the edited night's report", tmp)
-            night("worse")
+            _reload(url, tmp)
             with (collection / "corpus.jsonl").open("a", encoding="utf-8") as corpus:
                 corpus.write(json.dumps({"_id": "added", "title": "", "text": "a note added after the baseline"})
                              + "\n")
             night("incompatible")
-            with dg.DagsterInstance.from_config(str(tmp / "home")) as instance:
-                found["metrics_runs"] = {run.tags[NIGHT_TAG]: run.status for run in instance.get_runs(
-                    dg.RunsFilter(job_name=METRICS_JOB))}
+            # The failure sensor takes the runs' failures in order and has alerted for the last night's: whatever
+            # it would have sent for an earlier run (the refused UI runs, the worse night) has come by now.
+            found["all_alerts"] = list(hook.received)
     return found
 
 
@@ -173,6 +168,40 @@ def _last(stdout: str) -> str:
     return stdout.strip().splitlines()[-1]
 
 
+def _printed_runs(stdout: str) -> list[tuple[str, str | None, str, str]]:
+    """The pipeline's runs `--wait` named as they ended: (job, partition, status, run id)."""
+    return [match.groups() for match in re.finditer(r"^  (\S+)(?: \[(.+)\])?: (\w+) \(run (\S+)\)$", stdout,
+                                                    flags=re.MULTILINE)]
+
+
+@pytest.mark.parametrize("name, jobs, ended", [
+    ("good", [(INPUTS_JOB, None), (GRID_JOB, "bm25"), (ANSWER_GRID_JOB, "5|bm25"), (METRICS_JOB, None)],
+     dg.DagsterRunStatus.SUCCESS),
+    # The edit changed bm25's parameters only: the inputs stayed current.
+    ("edited", [(GRID_JOB, "bm25"), (ANSWER_GRID_JOB, "5|bm25"), (METRICS_JOB, None)],
+     dg.DagsterRunStatus.FAILURE),
+    ("incompatible", [(INPUTS_JOB, None), (GRID_JOB, "bm25"), (ANSWER_GRID_JOB, "5|bm25"),
+                      (METRICS_JOB, None)], dg.DagsterRunStatus.FAILURE),
+])
+def test_a_night_is_one_run_whose_pipeline_runs_carry_its_tag(nights, name, jobs, ended):
+    found = nights[name]
+    night = _night_of(found["stdout"])
+    (night_run,) = found["night_runs"]
+    (pipeline,) = found["pipeline"]
+    assert night_run.status == ended and night_run.tags[PIPELINE_TAG] == f"nightly-{night}"
+    assert found["stdout"].startswith(f"night {night}: run {night_run.run_id} ({NIGHTLY_JOB}) is in the run queue\n"
+                                      f"follow it in the UI: Runs, tag {NIGHT_TAG}={night}\n")
+    # What the night's run executed, stage by stage, each a run of its pipeline tagged with the night: the runs
+    # tagged with it are these and its own, nothing else.
+    oldest_first = list(reversed(pipeline))
+    assert [(run.job_name, run.tags.get("dagster/partition")) for run in oldest_first] == jobs
+    assert all(run.tags[NIGHT_TAG] == night and run.tags[PIPELINE_TAG] == f"nightly-{night}" for run in pipeline)
+    assert found["tagged"] == {night_run.run_id} | {run.run_id for run in pipeline}
+    # --wait named each as it ended.
+    assert _printed_runs(found["stdout"]) == [
+        (run.job_name, run.tags.get("dagster/partition"), run.status.value.lower(), run.run_id) for run in oldest_first]
+
+
 def test_a_first_night_is_complete_with_nothing_to_compare(nights):
     good = nights["good"]
     assert good["code"] == 0, good["stdout"]
@@ -181,47 +210,35 @@ def test_a_first_night_is_complete_with_nothing_to_compare(nights):
     assert lines[-2].endswith(f"is complete, its tables committed; run directory {run_dir}, report "
                               f"{run_dir / 'report.html'}")
     assert lines[-1] == "verdict: no baseline run yet: nothing to compare"
-    assert good["alerts"] == [] and good["committed"].startswith("nightly-")
+    assert good["alerts"] == [] and good["committed"] == f"nightly-{_night_of(good['stdout'])}"
 
 
-def test_an_edited_configuration_is_refused_until_the_code_location_is_reloaded(nights):
-    good, edited = nights["good"], nights["edited"]
-    assert edited["code"] == 2, edited["stdout"]
-    night = _night_of(_last(edited["stdout"]))
-    assert _last(edited["stdout"]).startswith(f"night {night}: {CHANGED} ({nights['tmp'] / 'rag_eval.yaml'}: ")
-    assert _last(edited["stdout"]).endswith(RELOAD)
-    # Nothing planned from the old file: only the night's first run (planned by the command, from the file as it
-    # is), no report, nothing committed, no alert.
-    assert nights["edited_jobs_refused"] == {INPUTS_JOB}
-    assert edited["dirs"] == [] and edited["committed"] == good["committed"] and edited["alerts"] == []
-    # A run the UI launched from the old code location, a materialization or a backfill, stops before any step
-    # materializes anything, saying why and how to reload.
+def test_an_edited_configuration_refuses_the_old_code_locations_runs_and_its_night_runs_the_file_as_it_is(nights):
+    # A run the UI launched from the code location that holds the old file, a materialization or a backfill, stops
+    # before any step materializes anything, saying why and how to reload.
     for name, (status, errors, materialized) in nights["edited_ui_runs"].items():
         assert status == dg.DagsterRunStatus.FAILURE and materialized == [], (name, errors)
         said = [error for error in errors if f"{CHANGED} ({nights['tmp'] / 'rag_eval.yaml'}: " in error]
         assert said and all(RELOAD in error for error in said), (name, errors)
-    # Once reloaded, the sensor carried that night on with the edited file: its broken bm25 made it worse.
-    assert nights["edited_after_reload"] == dg.DagsterRunStatus.FAILURE
-    assert nights["metrics_runs"][night] == dg.DagsterRunStatus.FAILURE
-
-
-def test_a_worse_night_says_worse_with_its_deciding_cells(nights):
-    good, worse = nights["good"], nights["worse"]
-    assert worse["code"] == 1, worse["stdout"]
-    (run_dir,) = worse["dirs"]
-    last = _last(worse["stdout"])
-    night = _night_of(last)
-    assert last.startswith(f"night {night}: WORSE against run {good['dirs'][0].name}, decided by bm25@1 ndcg@k ")
-    assert "re-execute" not in worse["stdout"]
+    # `rag-eval nightly` made its night from the file as it is: the broken bm25 ran, and the night is worse.
+    good, edited = nights["good"], nights["edited"]
+    assert edited["code"] == 1, edited["stdout"]
+    (run_dir,) = edited["dirs"]
+    last = _last(edited["stdout"])
+    assert last.startswith(f"night {_night_of(last)}: WORSE against run {good['dirs'][0].name}, decided by bm25@1 "
+                           "ndcg@k ")
+    assert "re-execute" not in edited["stdout"]
+    ran = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))["settings"]["retrieval"]["bm25"]
+    assert (ran["k1"], ran["b"]) == BROKEN
     comparison = json.loads((run_dir / "comparison.json").read_text(encoding="utf-8"))
-    assert comparison["verdict"] == "worse" and nights["metrics_runs"][night] == dg.DagsterRunStatus.FAILURE
-    (alert,) = worse["alerts"]
-    assert alert["text"].startswith(f"rag-eval: WORSE — synthetic@") and run_dir.name in alert["text"]
-    assert worse["committed"] == good["committed"]
+    assert comparison["verdict"] == "worse"
+    (alert,) = edited["alerts"]
+    assert alert["text"].startswith("rag-eval: WORSE — synthetic@") and run_dir.name in alert["text"]
+    assert edited["committed"] == good["committed"]
 
 
 def test_an_incompatible_night_says_why_and_alerts_once_under_the_default_alerts_on(nights):
-    good, incompatible = nights["good"], nights["incompatible"]
+    good, edited, incompatible = nights["good"], nights["edited"], nights["incompatible"]
     assert incompatible["code"] == 2, incompatible["stdout"]
     (run_dir,) = incompatible["dirs"]
     last = _last(incompatible["stdout"])
@@ -232,3 +249,5 @@ def test_an_incompatible_night_says_why_and_alerts_once_under_the_default_alerts
     assert alert["text"].startswith("rag-eval: INCOMPATIBLE — synthetic@") and run_dir.name in alert["text"]
     assert "incompatible: invariant corpus_sha256" in alert["text"]
     assert incompatible["committed"] == good["committed"]
+    # Over the whole scenario: one alert per night that did not end well, none for the refused UI runs.
+    assert nights["all_alerts"] == edited["alerts"] + incompatible["alerts"]
