@@ -3,7 +3,7 @@
 With rag_eval.yaml's `execution.dask`, the jobs that fan out (jobs.CLUSTER_JOBS: the inputs with their encode
 steps, the retrieval grid, the answer grid) are defined with `cluster_executor` (`jobs_on_cluster`), and so is the
 code location's default executor (the UI's Materialize runs the implicit asset job): every run of them executes its
-steps on the cluster, however it was launched (UI, schedule and sensors, `rag-eval run` through `execute_run_of`,
+steps on the cluster, however it was launched (UI, `rag-eval run` and a night's run through `execute_run_of`,
 `rag-eval backfill`, a re-execution). Without it the jobs keep their own executor, and `definitions.execute_on_dask`
 runs one of them on a cluster named in its run config instead. Dask workers rebuild the job from the run's code
 pointer, so each worker needs this package installed, RAG_EVAL_CONFIG pointing at the same rag_eval.yaml (importing
