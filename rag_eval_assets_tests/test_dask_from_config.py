@@ -1,7 +1,7 @@
 """The jobs that fan out on a real Dask cluster from rag_eval.yaml's `execution.dask` alone: a `dask scheduler` and two
 `dask worker` processes started from their command line on loopback, `dagster dev` (webserver and daemon) on the
-same configuration. A night that the daemon takes from the queue and the nightly_progress sensor carries on,
-`rag-eval run --force`, a `rag-eval backfill` the daemon runs, a materialization and its re-execution launched
+same configuration. A night (one nightly_job run the daemon takes from the queue, whose op executes the
+pipeline's runs), `rag-eval run --force`, a `rag-eval backfill` the daemon runs, a materialization and its re-execution launched
 through the webserver's GraphQL API all execute their steps on the workers (which worker ran which step is read from
 the scheduler, and printed); a worker killed while its step runs has that step run again on the other.
 
@@ -22,10 +22,11 @@ import dagster as dg
 import pytest
 
 from rag_eval_assets.definitions import build_defs
-from rag_eval_assets.defs.night_story import NIGHT_TAG
+from rag_eval_assets.defs.night_story import NIGHT_TAG, NIGHTLY_JOB, pipeline_runs
 from rag_eval_assets.defs.cluster_resources import RESOURCE_REQUIREMENTS_TAG
 from rag_eval_assets.defs.executors import EXECUTOR_TAG, SCHEDULER_TAG
 from rag_eval_assets.defs.run_log import LOG_FILE
+from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
 from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, CLUSTER_JOBS, INPUTS_JOB, METRICS_JOB, pipeline_stages
 from rag_eval_assets.redaction import redact_url
 from rag_eval_assets.settings import load_settings
@@ -175,12 +176,10 @@ def test_encode_steps_ask_for_a_gpu_worker_when_the_device_is_cuda(tmp_path):
 
 
 def test_a_night_the_daemon_runs_executes_on_the_workers(stack):
-    """A night as the 02:00 schedule starts one (`rag-eval nightly` queues night_start's request, the schedule's own):
-    the daemon launches its inputs run from the queue and the nightly_progress sensor the grid runs; their steps run
-    on the workers, the metrics run on the host. The first night on this store: every stage has work."""
-    started = subprocess.run([str(BIN / "dagster"), "sensor", "start", "nightly_progress", "-w", "workspace.yaml"],
-                             cwd=REPO, env=stack["env"], capture_output=True, text=True)
-    assert started.returncode == 0, started.stdout + started.stderr
+    """A night as the 02:00 schedule starts one (`rag-eval nightly` queues the schedule's request): the daemon
+    launches its one nightly_job run from the queue, whose op executes the pipeline's runs; the steps of the
+    fanning-out ones run on the workers, the metrics run on the host. The first night on this store: every stage
+    has work."""
     done = run_to_end([str(BIN / "rag-eval"), "--config", str(stack["config"]), "nightly", "--wait"],
                       cwd=stack["tmp"], env=stack["env"], watch=stack["tmp"])
     with _instance(stack) as instance:
@@ -191,15 +190,32 @@ def test_a_night_the_daemon_runs_executes_on_the_workers(stack):
     assert done.returncode == 0, done.stdout + done.stderr + "\n".join(map(str, failures))
     with _instance(stack) as instance:
         [night] = {run.tags[NIGHT_TAG] for run in instance.get_runs() if NIGHT_TAG in run.tags}
-        runs = night_runs(instance, night)
+        [night_run] = [run for run in night_runs(instance, night) if run.job_name == NIGHTLY_JOB]
+        # Queued by `rag-eval nightly`, then launched by the daemon's run coordinator in a process of its own.
+        events = [e.dagster_event for e in instance.all_logs(night_run.run_id) if e.dagster_event]
+        runs = pipeline_runs(instance, night_run)
+        [metrics] = [r for r in runs if r.job_name == METRICS_JOB]
+        # The metrics run executed in the night's process (its op), not in a process launched for it.
+        metrics_pids = {e.dagster_event.pid for e in instance.all_logs(metrics.run_id,
+                                                                       of_type=dg.DagsterEventType.STEP_START)}
+    assert [e.event_type for e in events[:2]] == [dg.DagsterEventType.RUN_ENQUEUED, dg.DagsterEventType.RUN_STARTING]
+    [night_pid] = {e.pid for e in events if e.event_type == dg.DagsterEventType.RUN_START}
+    assert metrics_pids == {night_pid}
+    assert night_run.is_success and night_run.tags[PIPELINE_TAG] == f"nightly-{night}"
+    assert done.stdout.splitlines()[0] == f"night {night}: run {night_run.run_id} ({NIGHTLY_JOB}) is in the run queue"
     expected = {(job, key) for job, _, keys in pipeline_stages(load_settings(stack["config"])) for key in keys}
     assert {(run.job_name, run.tags.get("dagster/partition")) for run in runs} == expected
     assert {run.status for run in runs} == {dg.DagsterRunStatus.SUCCESS}
-    assert {run.tags.get("dagster/sensor_name") for run in runs if run.job_name != INPUTS_JOB} == {"nightly_progress"}
+    assert {(run.tags[NIGHT_TAG], run.tags[PIPELINE_TAG]) for run in runs} == {(night, f"nightly-{night}")}
+    for run in runs:  # `--wait` printed each as it finished
+        partition = run.tags.get("dagster/partition")
+        assert f"  {run.job_name}{f' [{partition}]' if partition else ''}: success (run {run.run_id})" in done.stdout
     on_cluster = [run for run in runs if run.job_name in CLUSTER_JOBS]
     _assert_every_step_ran_on_a_worker(stack, "a night (`rag-eval nightly`)", on_cluster)
-    [metrics] = [r for r in runs if r.job_name == METRICS_JOB]
-    assert not _show_steps_by_worker(stack, "the night's metrics run", [metrics])
+    address = stack["cluster"].address
+    assert all(r.tags[EXECUTOR_TAG] == "dask" and r.tags[SCHEDULER_TAG] == address for r in on_cluster)
+    assert not _show_steps_by_worker(stack, "the night's metrics run", [metrics, night_run])
+    assert EXECUTOR_TAG not in metrics.tags and EXECUTOR_TAG not in night_run.tags
 
 
 def test_rag_eval_run_executes_the_fanning_out_jobs_on_the_workers(stack):

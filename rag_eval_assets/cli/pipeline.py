@@ -172,8 +172,8 @@ def _one_line(reason: str) -> str:
 
 
 def _alert_failure(settings, instance, run_id: str, errors: list[str]) -> None:
-    """The failed run's alert (alerts.on: failed), as the nightly sensors send it for a night's runs: the sensors
-    watch only nightly runs, and no daemon need be running for this one."""
+    """The failed run's alert (alerts.on: failed), as the alert sensors send it for a failed night: the sensors
+    watch only nights' runs, and no daemon need be running for this one."""
     from rag_eval_assets.defs.automation import failed_run_alert
     from rag_eval_assets.runs.listing import run_of_pipeline
 

@@ -1,13 +1,14 @@
 """Whether rag_eval.yaml is still the file the code location loaded. A loaded code location plans with the settings
 it read (its assets' code versions, partitions, what is stale), while every run it launches is a fresh process that
-reads the file as it is: after an edit, a schedule or sensor of the old location would plan the old configuration
-(and find nothing stale) while its runs executed the new one. So they refuse, saying how to reload, and each run
-they request carries the sha256 of the file it was planned from (CONFIG_TAG). Any other run (the UI's Materialize
-or launchpad, a backfill, a re-execution) carries the sha256 its code location loaded, as the settings resource's
-`loaded_sha256` in the job snapshot stored with the run. The run checks it before its first step
-(RagEvalSettings): a run made from another version of the file fails at once, saying so and how to reload.
+reads the file as it is: after an edit, the UI and the schedule of the old location show one configuration while
+the runs they launch execute another. So the schedule refuses to request a night, saying how to reload, and each
+night it or `rag-eval nightly` requests carries the sha256 of the file it was requested from (CONFIG_TAG; a
+re-execution of the night's run keeps its parent's). Any other run (the UI's Materialize or launchpad, a backfill,
+a re-execution) carries the sha256 its code location loaded, as the settings resource's `loaded_sha256` in the job
+snapshot stored with the run. The run checks it before its first step (RagEvalSettings): a run made from another
+version of the file fails at once, saying so and how to reload.
 
-No dagster here: the sensor, the schedule and the settings resource call it.
+No dagster here: the schedule and the settings resource call it.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ class RagEvalSettings(dg.ConfigurableResource):
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         # A run made by a code location from another version of the file than the one this run reads would mix the
         # two (defs/loaded_config.py): it stops before its first step. Which version: the one the run was planned
-        # from (CONFIG_TAG, a night's runs), else the one the code location that made the run had loaded.
+        # from (CONFIG_TAG, a night's run), else the one the code location that made the run had loaded.
         run = context.dagster_run
         planned = (run.tags.get(CONFIG_TAG) or _loaded_by_its_code_location(context.instance, run)) if run else None
         if planned:

@@ -13,7 +13,7 @@ Four rules on top of Dagster's status:
 - `preflight` runs with every inputs step that materializes anything, and never because of itself (a pass changes no
   data version).
 
-The UI's "unsynced" badges come from the same resolver over the same asset graph, so the CLI, the nightly sensor and
+The UI's "unsynced" badges come from the same resolver over the same asset graph, so the CLI, a night's run and
 the UI agree on what is stale (the first two rules are the pipeline's own and show in the CLI's listing).
 """
 

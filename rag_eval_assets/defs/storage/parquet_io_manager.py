@@ -3,7 +3,7 @@
 Each output is written as a new version of its entry (table_store.py): `chunks`, or with hive-style partition parts
 `retrieval_results/retriever=bm25`, `answers/retriever=bm25/k=10`. Readers see the versions named by current.json.
 A run tagged with PIPELINE_TAG stages its versions (its own later loads see them) and they become current together
-when the pipeline commits (defs/jobs.py, the nightly sensor); a run without the tag (a materialization from the UI,
+when the pipeline commits (defs/jobs.py: `rag-eval run`, a night's run); a run without the tag (a materialization from the UI,
 a backfill run, `dg.materialize`) makes each output current as soon as it is written.
 """
 
