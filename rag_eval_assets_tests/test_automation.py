@@ -1,6 +1,8 @@
 """The nightly benchmark: one run key per night, the night's run materializing what is missing or stale stage by
 stage to the report and committing it, and a night with nothing changed running nothing."""
 
+import os
+import re
 from datetime import datetime, timezone
 
 import dagster as dg
@@ -14,7 +16,7 @@ from rag_eval_assets.defs.storage.table_store import TableStore
 from rag_eval_assets.definitions import build_defs
 from rag_eval_assets.runs.status import RunStatus, read_status
 from rag_eval_assets.settings import load_settings
-from rag_eval_assets_tests.sample_config import write_sample_config
+from rag_eval_assets_tests.sample_config import SAMPLE_EVALSET, write_sample_config
 
 
 def _start_night(defs: dg.Definitions, instance: dg.DagsterInstance, day: int) -> dg.RunRequest:
@@ -137,3 +139,51 @@ def test_a_night_is_not_requested_from_an_edited_file_and_its_run_stops_before_a
         said, code = night_failure(settings, instance, night_run)
     assert code == 2 and said.startswith(f"{CHANGED} ({config}: ") and said.endswith(RELOAD)
     assert not any(event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION for event in result.all_events)
+
+
+def nightly_job_of_config() -> dg.JobDefinition:
+    """The night's job of the configuration in $RAG_EVAL_CONFIG, reconstructable for Dagster's re-execution (the
+    code location as it is when the re-execution is made: reloaded)."""
+    return build_defs(os.environ["RAG_EVAL_CONFIG"]).resolve_job_def(NIGHTLY_JOB)
+
+
+def test_a_failed_night_re_executed_after_the_file_is_fixed_and_reloaded_redoes_it_in_a_pipeline_of_its_own(
+        tmp_path, monkeypatch):
+    """A night launched without a night's tag (the UI's Launchpad) is a night started now; one that failed on its
+    evalset, re-executed once rag_eval.yaml is fixed and the code location reloaded, runs the fixed file (its
+    parent's planned-from tag notwithstanding) in a pipeline of its own, and commits."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "q1", "question": 42}\n', encoding="utf-8")
+    config = write_sample_config(tmp_path, "retrievers: [bm25]\nk_values: [3]\nanswering: {k_values: [3]}\n",
+                                 evalset=bad)
+    monkeypatch.setenv("RAG_EVAL_CONFIG", str(config))
+    (tmp_path / "home").mkdir()
+    store = TableStore(tmp_path / "store" / "assets")
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+        failed = build_defs(config).resolve_job_def(NIGHTLY_JOB).execute_in_process(
+            instance=instance, raise_on_error=False, tags={CONFIG_TAG: config_sha256(config)})
+        assert not failed.success
+        parent = instance.get_run_by_id(failed.run_id)
+        night = parent.tags[NIGHT_TAG]
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d{6}Z", night) and parent.tags[PIPELINE_TAG] == f"nightly-{night}"
+        said, code = night_failure(load_settings(config), instance, parent)
+        assert code == 1 and said.startswith("inputs_job failed at step preflight: InputError: ")
+        assert said.endswith(f"; re-execute the night's run {parent.run_id} in the UI (it redoes what is not "
+                             "committed), or start another night")
+
+        config.write_text(config.read_text(encoding="utf-8").replace(str(bad), str(SAMPLE_EVALSET)),
+                          encoding="utf-8")
+        # With the parent's tags, as the UI's Re-execute copies them: its planned-from sha256 among them.
+        copied = {key: value for key, value in parent.tags.items() if not key.startswith("dagster/")}
+        assert copied[CONFIG_TAG] != config_sha256(config)
+        with dg.execute_job(dg.reconstructable(nightly_job_of_config), instance, raise_on_error=False, tags=copied,
+                            reexecution_options=dg.ReexecutionOptions(parent_run_id=parent.run_id)) as again:
+            assert again.success
+            rerun = instance.get_run_by_id(again.run_id)
+        pipeline = f"nightly-{night}-{rerun.run_id[:8]}"
+        assert rerun.tags[NIGHT_TAG] == night and rerun.tags[PIPELINE_TAG] == pipeline
+        assert [r.job_name for r in reversed(pipeline_runs(instance, rerun))] == [
+            "inputs_job", "retrieval_grid_job", "answer_grid_job", "metrics_job"]
+        assert store.current()["pipeline"] == pipeline
+        (run_dir,) = (tmp_path / "store" / "runs").iterdir()
+        assert read_status(run_dir) == RunStatus("good", pipeline)

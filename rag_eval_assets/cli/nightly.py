@@ -22,7 +22,8 @@ def _nightly(args: argparse.Namespace) -> int:
     import dagster as dg
 
     from rag_eval_assets.cli.pipeline import dagster_home
-    from rag_eval_assets.defs.night_on_demand import CannotStart, daemons_down, on_demand_night, start_night
+    from rag_eval_assets.defs.night_on_demand import CannotStart, daemons_down, start_night
+    from rag_eval_assets.defs.night_story import on_demand_night
     dagster_home(settings.config_file)
     os.environ["RAG_EVAL_CONFIG"] = str(settings.config_file)  # the code location the run is made from
     night = on_demand_night(datetime.now(timezone.utc))

@@ -14,7 +14,6 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
 
 import dagster as dg
 from dagster._core.definitions.selector import JobSubsetSelector
@@ -45,17 +44,12 @@ class CannotStart(Exception):
     """Why no night can start now (said to the operator as it is)."""
 
 
-def on_demand_night(now: datetime) -> str:
-    """The night's name: its UTC start to the second, never a scheduled night's date (their run keys would clash)."""
-    return f"{now:%Y-%m-%dT%H%M%SZ}"
-
-
 def start_night(instance: dg.DagsterInstance, settings: Settings, night: str) -> dg.DagsterRun:
     """Queue the run of `night` for the daemon; the run (QUEUED). The code location is built from
     $RAG_EVAL_CONFIG, as the services build it: `settings` must be that file's."""
     if not isinstance(instance.run_coordinator, QueuedRunCoordinator):
         raise CannotStart(f"the instance in {instance.root_directory} has no run queue "
-                          f"({type(instance.run_coordinator).__name__}): the daemon launches a night's runs from it; "
+                          f"({type(instance.run_coordinator).__name__}): the daemon launches a night's run from it; "
                           "use deploy/dagster.yaml or deploy/nightly/dagster.yaml")
     running = latest_night(instance)
     unfinished = [r for r in instance.get_runs(dg.RunsFilter(job_name=NIGHTLY_JOB, tags={NIGHT_TAG: running}))

@@ -3,13 +3,15 @@ whose op executes the pipeline as `rag-eval run` does, in its own process: each 
 and its pipeline, in the UI's run list like any run) as soon as the stage before has succeeded, on the cluster when
 execution.dask says so; then the tables commit. A chain of launched runs, one per stage and partition, paid a
 process and an import of the code location per run and the sensor daemon's interval at each stage: a night on the
-sample took three times `rag-eval run` (docs/deployment.md, "How long a night takes").
+sample took three times `rag-eval run`, against about once as one run (docs/deployment.md, "How long a night
+takes"). Launched without a night's tag (the UI's Launchpad), the run is a night started now.
 
 The op fails with what stopped the night (night_story.night_failure): the verdict when the report's gate stopped
 it, else the failed run and its error."""
 
 
 from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
 
 import dagster as dg
 
@@ -17,7 +19,7 @@ from rag_eval_assets.reports.night_verdict import night_verdict
 
 from rag_eval_assets.defs.jobs import RunResult, run_pipeline
 from rag_eval_assets.defs.night_story import (
-    NIGHT_TAG, NIGHTLY_JOB, night_failure, night_pipeline, night_run_dir, night_tags, pipeline_runs,
+    NIGHT_TAG, NIGHTLY_JOB, night_failure, night_pipeline, night_run_dir, night_tags, on_demand_night, pipeline_runs,
 )
 from rag_eval_assets.defs.resources import RagEvalSettings
 from rag_eval_assets.defs.run_guard import own_tags, recover_dead_runs, watching
@@ -39,9 +41,9 @@ def nightly_job(code_location: CodeLocation, cluster: ClusterRuns | None) -> dg.
     def night(context: dg.OpExecutionContext, settings: RagEvalSettings) -> None:
         """Materializes what is missing or stale, stage by stage, then commits the night's tables."""
         run, instance, loaded = context.run, context.instance, settings.load()
-        name = run.tags[NIGHT_TAG]
+        name = run.tags.get(NIGHT_TAG) or on_demand_night(datetime.now(timezone.utc))
         pipeline = night_pipeline(name, run)
-        instance.add_run_tags(run.run_id, {PIPELINE_TAG: pipeline})
+        instance.add_run_tags(run.run_id, {NIGHT_TAG: name, PIPELINE_TAG: pipeline})
         for line in recover_dead_runs(instance):
             context.log.info(f"recovered {line}")
         steps = 0

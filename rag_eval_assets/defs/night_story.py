@@ -5,6 +5,8 @@ with the reason) when its report's gate stopped it, else the failed step with it
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import dagster as dg
 
 from rag_eval_assets.redaction import redact_text
@@ -21,6 +23,12 @@ NIGHTLY_JOB = "nightly_job"
 PARTITION_TAG = "dagster/partition"
 INPUT_ERROR = 2  # a night that cannot run as configured: INCOMPATIBLE, or a file the code location did not load
 FAILED = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
+
+
+def on_demand_night(now: datetime) -> str:
+    """The name of a night started now: its UTC start to the second, never a scheduled night's date (their run keys
+    would clash)."""
+    return f"{now:%Y-%m-%dT%H%M%SZ}"
 
 
 def night_tags(night: str) -> dict[str, str]:
@@ -41,11 +49,12 @@ def latest_night(instance: dg.DagsterInstance) -> str | None:
 
 
 def pipeline_runs(instance: dg.DagsterInstance, night_run: dg.DagsterRun) -> list[dg.DagsterRun]:
-    """The pipeline's runs `night_run` executed (newest first)."""
-    pipeline = night_run.tags.get(PIPELINE_TAG)
-    if pipeline is None:
+    """The pipeline's runs `night_run` executed (newest first). Its pipeline from its night and whether it is a
+    re-execution, not from its tag: a re-execution carries its parent's until its op starts."""
+    night = night_run.tags.get(NIGHT_TAG)
+    if night is None:
         return []
-    return [run for run in instance.get_runs(dg.RunsFilter(tags={PIPELINE_TAG: pipeline}))
+    return [run for run in instance.get_runs(dg.RunsFilter(tags={PIPELINE_TAG: night_pipeline(night, night_run)}))
             if run.job_name != NIGHTLY_JOB]
 
 

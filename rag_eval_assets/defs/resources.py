@@ -23,9 +23,12 @@ class RagEvalSettings(dg.ConfigurableResource):
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         # A run made by a code location from another version of the file than the one this run reads would mix the
         # two (defs/loaded_config.py): it stops before its first step. Which version: the one the run was planned
-        # from (CONFIG_TAG, a night's run), else the one the code location that made the run had loaded.
-        run = context.dagster_run
-        planned = (run.tags.get(CONFIG_TAG) or _loaded_by_its_code_location(context.instance, run)) if run else None
+        # from (CONFIG_TAG, a night's run), else the one the code location that made the run had loaded. A
+        # re-execution carries its parent's tags, the planned version among them, but is made by the code location
+        # as it is now: that one's, so a night re-executed after a reload runs.
+        run = context.run
+        planned = ((run.tags.get(CONFIG_TAG) if run.parent_run_id is None else None)
+                   or _loaded_by_its_code_location(context.instance, run)) if run else None
         if planned:
             changed = changed_since(Path(self.config_path), planned)
             if changed is not None:
