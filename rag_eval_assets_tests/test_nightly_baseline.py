@@ -226,7 +226,8 @@ def test_one_alert_per_worse_or_failed_night_and_none_for_good_ones(nights):
     assert not worse_night["success"] and worse_night["messages"] == 3
     assert (worse_night["comparison"]["verdict"], worse_night["comparison"]["base_run_id"]) == (
         "worse", good["dir"].name)
-    assert nights["bodies"][2]["text"].startswith(f"rag-eval: WORSE — {again['evalset']}, run {worse_night['dir'].name}")
+    assert nights["bodies"][2]["text"].startswith(
+        f"rag-eval: WORSE — {again['evalset']}, run {worse_night['dir'].name}")
     assert nights["worse_night_sensor"] == ["the run failed on its worse verdict, whose own alert covers it"]
     assert nights["messages_after_worse_sensor"] == 3
     # The malformed evalset's night: its inputs run failed, the night's run with it; one "failed" alert that names
