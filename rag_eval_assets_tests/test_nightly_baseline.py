@@ -239,11 +239,11 @@ def test_one_alert_per_worse_or_failed_night_and_none_for_good_ones(nights):
     lines = failed["text"].splitlines()
     assert lines[:4] == ["rag-eval: nightly run failure — nightly_job", "night: 2026-11-24", "job: nightly_job",
                          f"dagster run: {failed_night['run_id']}"]
-    (error,) = lines[4:]
-    assert error.startswith("error: inputs_job failed at step ") and "InputError: " in error and "questions.jsonl" \
-        in error
-    assert error.endswith(f"; re-execute the night's run {failed_night['run_id']} in the UI (it redoes what is not "
-                          "committed), or start another night")
+    assert lines[4:] == [
+        "error: inputs_job failed at step preflight: InputError: 1 problem(s) in input: - "
+        f"{nights['tmp'] / 'bad_queries' / 'questions.jsonl'}:1: field 'question': expected a string, got number; "
+        f"re-execute the night's run {failed_night['run_id']} in the UI (it redoes what is not committed), or start "
+        "another night"]
     assert accepted["messages"] == 4  # the accepted night is no change: nothing more
     worse = nights["bodies"][1]
     lines = worse["text"].splitlines()
