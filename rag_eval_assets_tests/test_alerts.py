@@ -54,25 +54,37 @@ def test_the_alerts_section_reads_the_bare_yaml_key_on(tmp_path: Path):
 
 
 def test_a_canceled_nightly_run_alerts_once(tmp_path: Path, monkeypatch):
+    """A canceled night's run alerts once; a canceled run of its pipeline does not (the night's own failure or
+    cancellation is the one alert)."""
     import dagster as dg
 
-    from rag_eval_assets.defs.night_story import NIGHT_TAG
+    from rag_eval_assets.defs.night_story import NIGHTLY_JOB, night_tags
     from rag_eval_assets.definitions import build_defs
     from rag_eval_assets_tests.sample_config import write_sample_config
 
     config = write_sample_config(tmp_path, "alerts: {webhook_url_env: RAG_EVAL_TEST_HOOK, on: [failed]}\n")
     defs = build_defs(config)
+    sensor = defs.get_sensor_def("nightly_cancel_alert")
     (tmp_path / "home").mkdir()
     with webhook_receiver() as hook, dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
         monkeypatch.setenv("RAG_EVAL_TEST_HOOK", hook.url)
-        run = instance.create_run_for_job(defs.resolve_job_def("inputs_job"), tags={NIGHT_TAG: "2026-11-24"})
-        instance.report_run_canceled(run, "canceled by the operator")
-        run = instance.get_run_by_id(run.run_id)
-        event = instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.RUN_CANCELED).records[0]
-        sensor = defs.get_sensor_def("nightly_cancel_alert")
-        sensor(dg.build_run_status_sensor_context(sensor_name=sensor.name, dagster_instance=instance,
-                                                  dagster_run=run, dagster_event=event.event_log_entry.dagster_event))
+
+        def canceled(job: str, night: str) -> dg.DagsterRun:
+            """A run of `job` in `night`, canceled, and the cancel sensor evaluated on it."""
+            run = instance.create_run_for_job(defs.resolve_job_def(job), tags=night_tags(night))
+            instance.report_run_canceled(run, "canceled by the operator")
+            run = instance.get_run_by_id(run.run_id)
+            event = instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.RUN_CANCELED).records[0]
+            sensor(dg.build_run_status_sensor_context(sensor_name=sensor.name, dagster_instance=instance,
+                                                      dagster_run=run,
+                                                      dagster_event=event.event_log_entry.dagster_event))
+            return run
+
+        pipeline_run = canceled("inputs_job", "2026-11-23")
+        assert pipeline_run.status == dg.DagsterRunStatus.CANCELED and hook.received == []
+        run = canceled(NIGHTLY_JOB, "2026-11-24")
     assert run.status == dg.DagsterRunStatus.CANCELED
     (message,) = hook.received
-    assert message["text"].splitlines() == ["rag-eval: nightly run canceled — inputs_job", "night: 2026-11-24",
-                                            "job: inputs_job", f"dagster run: {run.run_id}", "error: canceled"]
+    assert message["text"].splitlines() == ["rag-eval: nightly run canceled — nightly_job", "night: 2026-11-24",
+                                            "job: nightly_job", f"dagster run: {run.run_id}",
+                                            "error: nightly_job was canceled"]

@@ -1,10 +1,13 @@
 """Nights as an operator runs them, through `rag-eval run` on a generated BEIR collection: the baseline stays put,
 a regression stays `worse` night after night until it is accepted, re-executing the failed run changes nothing,
-retention keeps what it must, and each worse or failed night posts exactly one alert to a loopback webhook."""
+retention keeps what it must, and each worse or failed night posts exactly one alert to a loopback webhook: among
+them two nights' runs (nightly_job, as the daemon runs the schedule's), a worse one and one whose inputs failed, on
+which the failure sensor is evaluated."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -13,12 +16,14 @@ import pytest
 
 from rag_eval_assets.cli import main
 from rag_eval_assets.definitions import build_defs
-from rag_eval_assets.defs.night_story import NIGHT_TAG
+from rag_eval_assets.defs.automation import night_request
+from rag_eval_assets.defs.night_story import pipeline_runs
 from rag_eval_assets.runs.baseline import NEWEST_GOOD
 from rag_eval_assets.runs.listing import list_runs
 from rag_eval_assets.runs.save import RUN_DIR_MODE
 from rag_eval_assets.runs.status import RunStatus, read_status
 from rag_eval_assets.runs.store import COMPARISON_JSON
+from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.synthetic_beir import write_collection
 from rag_eval_assets_tests.webhook_receiver import webhook_receiver
 
@@ -101,9 +106,13 @@ def nights(tmp_path_factory):
                                           "comparison": json.loads((failed_dir / COMPARISON_JSON).read_text()),
                                           "status": read_status(failed_dir)}
 
-            # The failure sensor sees the worse night as nightly: its own verdict alert already covered it.
-            instance.add_run_tags(failed.run_id, {NIGHT_TAG: "2026-11-23"})
-            state["worse_night_sensor"] = _failure_sensor(tmp, instance, instance.get_run_by_id(failed.run_id))
+            # A night's run of the broken configuration: worse again, its report's verdict alert sent; the failure
+            # sensor leaves it to that alert.
+            worse = _nightly_run(tmp / "rag_eval.yaml", instance, "2026-11-23")
+            (worse_dir,) = [p for p in list_runs(runs_dir) if p not in state["after_reexecution"]["dirs"]]
+            state["worse_night"] = {"success": worse.is_success, "dir": worse_dir, "messages": len(hook.received),
+                                    "comparison": json.loads((worse_dir / COMPARISON_JSON).read_text())}
+            state["worse_night_sensor"] = _failure_sensor(tmp / "rag_eval.yaml", instance, worse)
             state["messages_after_worse_sensor"] = len(hook.received)
 
             # A night whose evalset is malformed fails in its inputs run: one "failed" alert.
@@ -111,10 +120,10 @@ def nights(tmp_path_factory):
             bad.mkdir()
             (bad / "questions.jsonl").write_text('{"id": "q1", "question": 42}\n', encoding="utf-8")
             bad_config = _config(tmp / "bad_queries", collection, GOOD, evalset=bad / "questions.jsonl")
-            result = build_defs(bad_config).resolve_job_def("inputs_job").execute_in_process(
-                instance=instance, raise_on_error=False, tags={NIGHT_TAG: "2026-11-24"})
-            assert not result.success
-            state["failed_night_sensor"] = _failure_sensor(tmp, instance, instance.get_run_by_id(result.run_id))
+            failed_night = _nightly_run(bad_config, instance, "2026-11-24")
+            state["failed_night"] = {"success": failed_night.is_success, "run_id": failed_night.run_id,
+                                     "runs": [(r.job_name, r.status) for r in pipeline_runs(instance, failed_night)]}
+            state["failed_night_sensor"] = _failure_sensor(bad_config, instance, failed_night)
             state["failed_night_messages"] = list(hook.received[state["messages_after_worse_sensor"]:])
 
         # The operator accepts the second broken night: the next broken night compares with it.
@@ -132,14 +141,40 @@ def _innermost(error):
     return error
 
 
-def _failure_sensor(tmp: Path, instance: dg.DagsterInstance, run: dg.DagsterRun) -> None:
-    """nightly_failure_alert evaluated by Dagster's own test context on a real failed run."""
-    sensor = build_defs(tmp / "rag_eval.yaml").get_sensor_def("nightly_failure_alert")
+def _nightly_run(config: Path, instance: dg.DagsterInstance, night: str) -> dg.DagsterRun:
+    """The run of `night` of the code location of `config`, as the daemon runs the schedule's request: the night's
+    job, executed here with the request's tags."""
+    request = night_request(night, load_settings(config))
+    result = build_defs(config).resolve_job_def(request.job_name).execute_in_process(
+        instance=instance, tags=request.tags, raise_on_error=False)
+    return instance.get_run_by_id(result.run_id)
+
+
+class _Said(logging.Handler):
+    """What the sensor logged: the one line nightly_run_alert returns, saying what became of the alert."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def _failure_sensor(config: Path, instance: dg.DagsterInstance, run: dg.DagsterRun) -> list[str]:
+    """nightly_failure_alert of the code location of `config` evaluated by Dagster's own sensor context on a real
+    failed run; what it logged."""
+    sensor = build_defs(config).get_sensor_def("nightly_failure_alert")
     failure = instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.RUN_FAILURE).records[0]
-    context = dg.build_run_status_sensor_context(
-        sensor_name=sensor.name, dagster_instance=instance, dagster_run=run,
-        dagster_event=failure.event_log_entry.dagster_event).for_run_failure()
-    return sensor(context)
+    said, logger = _Said(), logging.getLogger(f"{__name__}.{sensor.name}")
+    logger.setLevel(logging.INFO)
+    logger.addHandler(said)
+    try:
+        sensor(dg.RunFailureSensorContext(sensor_name=sensor.name, dagster_run=run, instance=instance,
+                                          dagster_event=failure.event_log_entry.dagster_event, logger=logger))
+    finally:
+        logger.removeHandler(said)
+    return said.lines
 
 
 def test_a_regression_stays_worse_against_the_last_good_night(nights):
@@ -186,11 +221,30 @@ def test_one_alert_per_worse_or_failed_night_and_none_for_good_ones(nights):
     good, broken, again, accepted = nights["nights"]
     assert [n["messages"] for n in (good, broken, again)] == [0, 1, 2]
     assert nights["after_reexecution"]["messages"] == 2  # re-executing did not alert again
-    assert nights["worse_night_sensor"] is None and nights["messages_after_worse_sensor"] == 2
+    # The worse night's run: its report's verdict alert, one message; the failure sensor sends no second one.
+    worse_night = nights["worse_night"]
+    assert not worse_night["success"] and worse_night["messages"] == 3
+    assert (worse_night["comparison"]["verdict"], worse_night["comparison"]["base_run_id"]) == (
+        "worse", good["dir"].name)
+    assert nights["bodies"][2]["text"].startswith(
+        f"rag-eval: WORSE — {again['evalset']}, run {worse_night['dir'].name}")
+    assert nights["worse_night_sensor"] == ["the run failed on its worse verdict, whose own alert covers it"]
+    assert nights["messages_after_worse_sensor"] == 3
+    # The malformed evalset's night: its inputs run failed, the night's run with it; one "failed" alert that names
+    # the night's run, the pipeline run that failed and its error.
+    failed_night = nights["failed_night"]
+    assert not failed_night["success"] and failed_night["runs"] == [("inputs_job", dg.DagsterRunStatus.FAILURE)]
+    assert nights["failed_night_sensor"] == ["sent (failed)"]
     (failed,) = nights["failed_night_messages"]
-    assert failed["text"].startswith("rag-eval: nightly run failure — inputs_job")
-    assert "night: 2026-11-24" in failed["text"] and "error:" in failed["text"]
-    assert accepted["messages"] == 3  # the accepted night is no change: nothing more
+    lines = failed["text"].splitlines()
+    assert lines[:4] == ["rag-eval: nightly run failure — nightly_job", "night: 2026-11-24", "job: nightly_job",
+                         f"dagster run: {failed_night['run_id']}"]
+    assert lines[4:] == [
+        "error: inputs_job failed at step preflight: InputError: 1 problem(s) in input: - "
+        f"{nights['tmp'] / 'bad_queries' / 'questions.jsonl'}:1: field 'question': expected a string, got number; "
+        f"re-execute the night's run {failed_night['run_id']} in the UI (it redoes what is not committed), or start "
+        "another night"]
+    assert accepted["messages"] == 4  # the accepted night is no change: nothing more
     worse = nights["bodies"][1]
     lines = worse["text"].splitlines()
     assert lines[0] == f"rag-eval: WORSE — {again['evalset']}, run {again['dir'].name}"
@@ -211,5 +265,6 @@ def test_the_webhook_url_is_never_written(nights):
 def test_retention_keeps_the_newest_runs_and_the_accepted_one(nights):
     good, broken, again, accepted = nights["nights"]
     remaining = [p.name for p in list_runs(nights["tmp"] / "store" / "runs")]
-    assert remaining == [accepted["dir"].name, again["dir"].name]
+    # The newest two (the worse night's run among them), and the accepted one beyond them.
+    assert remaining == [accepted["dir"].name, nights["worse_night"]["dir"].name, again["dir"].name]
     assert (accepted["dir"].stat().st_mode & 0o777) == RUN_DIR_MODE

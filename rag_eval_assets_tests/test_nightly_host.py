@@ -1,6 +1,7 @@
 """The nightly host of docs/deployment.md, for real: deploy/nightly's instance on a throw-away PostgreSQL, its code
-server and daemon as separate processes (as the systemd units run them), one night from the schedule's tick to the
-report, and the daemon's whole process group killed in the middle of it.
+server and daemon as separate processes (as the systemd units run them), one night (one run of nightly_job, whose
+op runs the pipeline's runs) from the schedule's tick to the report, and the daemon's whole process group killed in
+the middle of it.
 
 The schedule's tick is the scheduler daemon's own: the schedule is started with the CLI and its start moved back a
 day, so the daemon finds the last 02:00 UTC tick missed and catches up on it, as after a host that was down at 02:00.
@@ -9,6 +10,7 @@ day, so the daemon finds the last 02:00 UTC tick missed and catches up on it, as
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -22,7 +24,8 @@ import dagster as dg
 from dagster._core.definitions.run_request import InstigatorType
 from dagster._core.scheduler.instigation import ScheduleInstigatorData
 
-from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, METRICS_JOB, pipeline_stages
+from rag_eval_assets.defs.jobs import ANSWER_GRID_JOB, pipeline_stages
+from rag_eval_assets.defs.night_story import NIGHT_TAG, NIGHTLY_JOB, pipeline_runs
 from rag_eval_assets.reports.html import REPORT_FILE
 from rag_eval_assets.settings import load_settings
 from rag_eval_assets_tests.nightly_host import dagster_cli, host_services, night_runs, service
@@ -63,15 +66,14 @@ def _wait(what: str, until, instance: dg.DagsterInstance, night: str, timeout: f
 @contextmanager
 def nightly_host(tmp_path: Path, monkeypatch) -> Iterator[tuple[dg.DagsterInstance, subprocess.Popen, list[str],
                                                                 dict[str, str], str]]:
-    """deploy/nightly's instance on a throw-away cluster and its code server, with the schedule and the sensor
-    started and the last 02:00 tick not yet taken. Yields the instance, the code server, the daemon's command, the
+    """deploy/nightly's instance on a throw-away cluster and its code server, with the schedule started and the
+    last 02:00 tick not yet taken. Yields the instance, the code server, the daemon's command, the
     services' environment and the night the daemon will run."""
     config = write_sample_config(
         tmp_path, "retrievers: [bm25]\nk_values: [3, 5]\nanswering: {k_values: [5]}\n"
     )
     with host_services(tmp_path, monkeypatch, config) as (instance, server, daemon, env):
         dagster_cli(env, "schedule", "start", "nightly_benchmark")
-        dagster_cli(env, "sensor", "start", "nightly_progress")
         _rewind_schedule(instance)
         yield instance, server, daemon, env, _last_2am_utc()
 
@@ -87,12 +89,17 @@ def test_a_night_survives_the_daemon_killed_with_its_process_group(tmp_path, mon
             os.killpg(first.pid, signal.SIGKILL)  # what a service manager's stop of the daemon's group does
             first.wait()
         with service(daemon, env, tmp_path / "daemon-restarted.log"):
-            _wait("report", lambda runs: any(r.job_name == METRICS_JOB and r.is_success for r in runs),
+            _wait("the night's end", lambda runs: any(r.job_name == NIGHTLY_JOB and r.is_finished for r in runs),
                   instance, night, NIGHT_TIMEOUT, poll=2)
 
-        # The run the daemon was killed under went on: it was the code server's child, not the daemon's.
+        # The night's run went on with the daemon killed under it: it is the code server's child, not the daemon's,
+        # and the restarted daemon, catching up on the same tick, did not start the night again (its run key).
+        (night_run,) = instance.get_runs(dg.RunsFilter(job_name=NIGHTLY_JOB, tags={NIGHT_TAG: night}))
+        assert night_run.status == dg.DagsterRunStatus.SUCCESS
+        assert night_run.tags["dagster/run_key"] == f"nightly-{night}"
         assert instance.get_run_by_id(in_flight.run_id).status == dg.DagsterRunStatus.SUCCESS
-        runs = night_runs(instance, night)
+        runs = pipeline_runs(instance, night_run)
+        assert in_flight.run_id in {r.run_id for r in runs}
         expected = {(job, key) for job, _, keys in pipeline_stages(load_settings(env["RAG_EVAL_CONFIG"]))
                     for key in keys}
         per_partition = Counter((r.job_name, r.tags.get("dagster/partition")) for r in runs)
@@ -102,7 +109,9 @@ def test_a_night_survives_the_daemon_killed_with_its_process_group(tmp_path, mon
 
     (run_dir,) = (tmp_path / "store" / "runs").iterdir()
     assert (run_dir / REPORT_FILE).is_file()
-    # Runs print INFO and above (python_logs in deploy/nightly/dagster.yaml); DEBUG events stay in the event log.
+    # The night's run prints INFO and above (python_logs in deploy/nightly/dagster.yaml), each pipeline run as it
+    # ends among them; DEBUG events stay in the event log.
     code_output = (tmp_path / "code-server.log").read_text(encoding="utf-8", errors="replace")
-    assert " - dagster - INFO - retrieval_grid_job - " in code_output
+    assert re.search(rf" - dagster - INFO - nightly_job - \S+ - night - retrieval_grid_job \[bm25\]: succeeded "
+                     rf"\(run \S+\)\n", code_output)
     assert " - DEBUG - " not in code_output
