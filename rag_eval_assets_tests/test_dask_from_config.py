@@ -13,7 +13,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path

@@ -22,7 +22,7 @@ NIGHT_TAG = "rag_eval/night"
 NIGHTLY_JOB = "nightly_job"
 PARTITION_TAG = "dagster/partition"
 INPUT_ERROR = 2  # a night that cannot run as configured: INCOMPATIBLE, or a file the code location did not load
-FAILED = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
+ENDED_BADLY = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
 
 
 def on_demand_night(now: datetime) -> str:
@@ -71,7 +71,7 @@ def night_failure(settings: Settings, instance: dg.DagsterInstance, night_run: d
     the advice to re-execute the night (1); else the night's own error (a configuration edited since the code
     location loaded it: 2)."""
     runs = pipeline_runs(instance, night_run)
-    failed = next((run for run in runs if run.status in FAILED), None)
+    failed = next((run for run in runs if run.status in ENDED_BADLY), None)
     if night_run.status == dg.DagsterRunStatus.CANCELED:  # what it was running then failed on the interrupt
         return f"{NIGHTLY_JOB} was canceled" + (f" while {_label(failed)} ran" if failed else ""), 1
     again = (f"re-execute the night's run {night_run.run_id} in the UI (it redoes what is not committed), "
