@@ -3,6 +3,7 @@ stage to the report and committing it, and a night with nothing changed running 
 
 import os
 import re
+import socket
 from datetime import datetime, timezone
 
 import dagster as dg
@@ -187,3 +188,23 @@ def test_a_failed_night_re_executed_after_the_file_is_fixed_and_reloaded_redoes_
         assert store.current()["pipeline"] == pipeline
         (run_dir,) = (tmp_path / "store" / "runs").iterdir()
         assert read_status(run_dir) == RunStatus("good", pipeline)
+
+
+def test_a_scheduled_night_whose_cluster_does_not_answer_stops_before_any_run_with_one_line(tmp_path):
+    """The 02:00 night has no command line to check the cluster before it is queued: its run checks it first."""
+    with socket.socket() as probe:  # a port where nothing listens
+        probe.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
+    config = write_sample_config(tmp_path, f"retrievers: [bm25]\nexecution: {{dask: {{address: '{address}', "
+                                           "connect_timeout_s: 2}}\n")
+    defs, settings = build_defs(config), load_settings(config)
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+        night = _night(defs, instance, 22)
+        assert not night.success
+        night_run = instance.get_run_by_id(night.run_id)
+        assert pipeline_runs(instance, night_run) == []
+        said, code = night_failure(settings, instance, night_run)
+    assert (said, code) == (f"execution.dask.address: the dask scheduler at {address} did not answer within 2 s "
+                            "(execution.dask.connect_timeout_s)", 2)
+    assert not (tmp_path / "store").exists() or not any((tmp_path / "store").rglob("*.parquet"))

@@ -5,7 +5,8 @@ under its prefix (one small object under `_preflight/` beside `assets/`, removed
 setting, the endpoint and the bucket, never a secret. Nothing is created: a missing bucket stays missing, for a run
 that made one would hide a mistyped name.
 
-No dagster here: the command line calls it before it builds any run (cli/pipeline.py, cli/nightly.py).
+No dagster here: the command line calls it before it builds any run (cli/pipeline.py, cli/nightly.py), and a night's
+run before its first (defs/night_run.py).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import dagster as dg
 
 from rag_eval_assets.reports.night_verdict import night_verdict
 
+from rag_eval_assets.defs.infrastructure import check_infrastructure
 from rag_eval_assets.defs.jobs import RunResult, run_pipeline
 from rag_eval_assets.defs.night_story import (
     NIGHT_TAG, NIGHTLY_JOB, night_failure, night_pipeline, night_run_dir, night_tags, on_demand_night, pipeline_runs,
@@ -44,6 +45,9 @@ def nightly_job(code_location: CodeLocation, cluster: ClusterRuns | None) -> dg.
         name = run.tags.get(NIGHT_TAG) or on_demand_night(datetime.now(timezone.utc))
         pipeline = night_pipeline(name, run)
         instance.add_run_tags(run.run_id, {NIGHT_TAG: name, PIPELINE_TAG: pipeline})
+        # The cluster and the store answer before any run, as `rag-eval nightly` checks before it queues a night
+        # (a scheduled night has no command line): an InfrastructureError, one line naming the setting.
+        check_infrastructure(loaded)
         for line in recover_dead_runs(instance):
             context.log.info(f"recovered {line}")
         steps = 0

@@ -9,6 +9,7 @@ from datetime import datetime
 
 import dagster as dg
 
+from rag_eval_assets.errors import InfrastructureError
 from rag_eval_assets.redaction import redact_text
 from rag_eval_assets.reports.night_verdict import night_verdict
 from rag_eval_assets.runs.listing import run_of_pipeline
@@ -69,7 +70,7 @@ def night_failure(settings: Settings, instance: dg.DagsterInstance, night_run: d
     --wait` gives: its verdict when the report ran and its gate failed on it (WORSE with the deciding cells, 1;
     INCOMPATIBLE with the reason, 2); else, when it was canceled, that (1); else the failed run with its error and
     the advice to re-execute the night (1); else the night's own error (a configuration edited since the code
-    location loaded it: 2)."""
+    location loaded it, or a cluster or store that did not answer: 2)."""
     runs = pipeline_runs(instance, night_run)
     failed = next((run for run in runs if run.status in ENDED_BADLY), None)
     if night_run.status == dg.DagsterRunStatus.CANCELED:  # what it was running then failed on the interrupt
@@ -85,6 +86,8 @@ def night_failure(settings: Settings, instance: dg.DagsterInstance, night_run: d
     error = run_error(instance, night_run)
     if CHANGED in error:
         return CHANGED + error.split(CHANGED, 1)[1], INPUT_ERROR
+    if f"{InfrastructureError.__name__}: " in error:  # the cluster or the store did not answer: a setting to fix
+        return error.split(f"{InfrastructureError.__name__}: ", 1)[1], INPUT_ERROR
     return f"{NIGHTLY_JOB} {error}; {again}", 1
 
 
