@@ -170,7 +170,8 @@ def test_a_failed_night_re_executed_after_the_file_is_fixed_and_reloaded_redoes_
         said, code = night_failure(load_settings(config), instance, parent)
         assert code == 1 and said.startswith("inputs_job failed at step preflight: InputError: ")
         assert said.endswith(f"; re-execute the night's run {parent.run_id} in the UI (it redoes what is not "
-                             "committed), or start another night")
+                             "committed; after an edit of rag_eval.yaml, reload the code location first), or start "
+                             "another night")
 
         config.write_text(config.read_text(encoding="utf-8").replace(str(bad), str(SAMPLE_EVALSET)),
                           encoding="utf-8")
@@ -183,6 +184,7 @@ def test_a_failed_night_re_executed_after_the_file_is_fixed_and_reloaded_redoes_
             rerun = instance.get_run_by_id(again.run_id)
         pipeline = f"nightly-{night}-{rerun.run_id[:8]}"
         assert rerun.tags[NIGHT_TAG] == night and rerun.tags[PIPELINE_TAG] == pipeline
+        assert rerun.tags[CONFIG_TAG] == config_sha256(config)  # the file it ran, not its parent's
         assert [r.job_name for r in reversed(pipeline_runs(instance, rerun))] == [
             "inputs_job", "retrieval_grid_job", "answer_grid_job", "metrics_job"]
         assert store.current()["pipeline"] == pipeline

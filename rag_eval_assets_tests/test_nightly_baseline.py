@@ -242,8 +242,8 @@ def test_one_alert_per_worse_or_failed_night_and_none_for_good_ones(nights):
     assert lines[4:] == [
         "error: inputs_job failed at step preflight: InputError: 1 problem(s) in input: - "
         f"{nights['tmp'] / 'bad_queries' / 'questions.jsonl'}:1: field 'question': expected a string, got number; "
-        f"re-execute the night's run {failed_night['run_id']} in the UI (it redoes what is not committed), or start "
-        "another night"]
+        f"re-execute the night's run {failed_night['run_id']} in the UI (it redoes what is not committed; after an "
+        "edit of rag_eval.yaml, reload the code location first), or start another night"]
     assert accepted["messages"] == 4  # the accepted night is no change: nothing more
     worse = nights["bodies"][1]
     lines = worse["text"].splitlines()

@@ -132,7 +132,7 @@ def test_rag_eval_nightly_starts_a_whole_night_with_every_check_and_follows_it(t
     last = failed.stdout.strip().splitlines()[-1]
     assert last.startswith(f"night {night2}: inputs_job failed at step preflight: InputError: 1 problem(s) in input: "
                            f"- {evalset}: changed after it was frozen as sample_eval_set@")
-    assert last.endswith(f"; re-execute the night's run {broken.run_id} in the UI (it redoes what is not committed), "
-                         "or start another night")
+    assert last.endswith(f"; re-execute the night's run {broken.run_id} in the UI (it redoes what is not committed; "
+                         "after an edit of rag_eval.yaml, reload the code location first), or start another night")
     assert TableStore(tmp_path / "store" / "assets").current()["pipeline"] == f"nightly-{night}"  # still the good one
     assert list((tmp_path / "store" / "runs").iterdir()) == [run_dir]  # the failed night wrote none

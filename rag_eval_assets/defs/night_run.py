@@ -19,6 +19,7 @@ from rag_eval_assets.reports.night_verdict import night_verdict
 
 from rag_eval_assets.defs.infrastructure import check_infrastructure
 from rag_eval_assets.defs.jobs import RunResult, run_pipeline
+from rag_eval_assets.defs.loaded_config import CONFIG_TAG, config_sha256
 from rag_eval_assets.defs.night_story import (
     NIGHT_TAG, NIGHTLY_JOB, night_failure, night_pipeline, night_run_dir, night_tags, on_demand_night, pipeline_runs,
 )
@@ -44,7 +45,9 @@ def nightly_job(code_location: CodeLocation, cluster: ClusterRuns | None) -> dg.
         run, instance, loaded = context.run, context.instance, settings.load()
         name = run.tags.get(NIGHT_TAG) or on_demand_night(datetime.now(timezone.utc))
         pipeline = night_pipeline(name, run)
-        instance.add_run_tags(run.run_id, {NIGHT_TAG: name, PIPELINE_TAG: pipeline})
+        # The file it runs: a re-execution copied its parent's tag, and was checked against its code location's.
+        instance.add_run_tags(run.run_id, {NIGHT_TAG: name, PIPELINE_TAG: pipeline,
+                                           CONFIG_TAG: config_sha256(loaded.config_file)})
         # The cluster and the store answer before any run, as `rag-eval nightly` checks before it queues a night
         # (a scheduled night has no command line): an InfrastructureError, one line naming the setting.
         check_infrastructure(loaded)
@@ -68,7 +71,7 @@ def nightly_job(code_location: CodeLocation, cluster: ClusterRuns | None) -> dg.
             line, _ = night_failure(loaded, instance, instance.get_run_by_id(run.run_id))
             raise dg.Failure(line)
         verdict = night_verdict(night_run_dir(loaded, runs))
-        context.log.info(f"night {name} is complete: {steps} runs, its tables committed"
+        context.log.info(f"night {name} is complete: {steps} run{'' if steps == 1 else 's'}, its tables committed"
                          + (f"; verdict: {verdict[0]}" if verdict else ""))
 
     # In the run's own process whatever the code location's default executor is (a cluster's): the op only

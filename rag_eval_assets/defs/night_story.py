@@ -75,8 +75,8 @@ def night_failure(settings: Settings, instance: dg.DagsterInstance, night_run: d
     failed = next((run for run in runs if run.status in ENDED_BADLY), None)
     if night_run.status == dg.DagsterRunStatus.CANCELED:  # what it was running then failed on the interrupt
         return f"{NIGHTLY_JOB} was canceled" + (f" while {_label(failed)} ran" if failed else ""), 1
-    again = (f"re-execute the night's run {night_run.run_id} in the UI (it redoes what is not committed), "
-             "or start another night")
+    again = (f"re-execute the night's run {night_run.run_id} in the UI (it redoes what is not committed; after "
+             "an edit of rag_eval.yaml, reload the code location first), or start another night")
     if failed is not None:
         if failed.job_name == METRICS_JOB:
             verdict = night_verdict(night_run_dir(settings, runs))
