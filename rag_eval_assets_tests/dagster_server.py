@@ -29,7 +29,11 @@ def free_port() -> int:
 def dagster_env(home: Path, config: Path) -> dict[str, str]:
     """The environment of a server with its own instance in `home` that evaluates what `config` says."""
     home.mkdir(parents=True, exist_ok=True)
-    (home / "dagster.yaml").touch()
+    # Dagster's defaults otherwise, but no "Join the Dagster community" dialog: with nux on, the UI opens it over
+    # whatever page a browser test is on, whenever it gets to it (a loaded machine: after the first page).
+    instance_settings = home / "dagster.yaml"
+    if not instance_settings.exists():
+        instance_settings.write_text("nux:\n  enabled: false\ntelemetry:\n  enabled: false\n", encoding="utf-8")
     return {**os.environ, "DAGSTER_HOME": str(home), "RAG_EVAL_CONFIG": str(config), "HF_HUB_OFFLINE": "1"}
 
 
