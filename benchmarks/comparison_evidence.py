@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import tempfile
 import time
@@ -27,6 +26,7 @@ import pandas as pd
 
 from rag_eval_assets.metrics.aggregate import aggregate_metrics
 from rag_eval_assets.reports.comparison import comparison_markdown
+from rag_eval_assets.retrieval.backend_choice import cpu_model
 from rag_eval_assets.runs.contents import metrics_document, run_config
 from rag_eval_assets.runs.save import save_run
 from rag_eval_assets.runs.store import read_run
@@ -38,12 +38,6 @@ RETRIEVERS = ("bm25", "dense", "hybrid", "http")
 KS = (1, 3, 5, 10)
 BUDGET_S = 2.0
 
-
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines() if Path("/proc/cpuinfo").exists() else []:
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
 
 
 def write(runs_dir: Path, run_id: str, n: int, broken: str | None, seed: int) -> Path:

@@ -23,13 +23,13 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 import argparse
 import itertools
 import json
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from rag_eval_assets.retrieval.backend_choice import cpu_model
 from rag_eval_assets.runs.listing import list_runs
 from rag_eval_assets.runs.store import read_run
 
@@ -41,12 +41,6 @@ GRID = "k_values: [1, 5, 10]\nanswering: {k_values: [5]}\n"
 SWEEP = GRID + f"sweep: {{kind: bm25, k1: {list(K1)}, b: {list(B)}, " \
                f"chunking: [{', '.join(f'{{chunk_size_chars: {s}}}' for s in SIZES)}]}}\n"
 
-
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines() if Path("/proc/cpuinfo").exists() else []:
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
 
 
 def write_config(directory: Path, body: str) -> Path:
