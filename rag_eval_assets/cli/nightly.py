@@ -46,6 +46,7 @@ def _follow(instance, settings, night: str) -> int:
     from rag_eval_assets.defs.jobs import METRICS_JOB
     from rag_eval_assets.defs.night_on_demand import follow_night
     from rag_eval_assets.reports.html import REPORT_FILE
+    from rag_eval_assets.reports.night_verdict import night_verdict
     from rag_eval_assets.runs.listing import run_of_pipeline
 
     print("waiting for the night to end (Ctrl-C stops the waiting, not the night)", flush=True)
@@ -65,9 +66,9 @@ def _follow(instance, settings, night: str) -> int:
     where = f"run directory {reports[-1]}, report {reports[-1] / REPORT_FILE}" if reports and reports[-1] else \
         "nothing was missing or stale: no run directory"
     print(f"night {night} is complete, its tables committed; {where}")
-    verdict = line.partition("; verdict: ")[2]
     if reports and reports[-1]:
-        print(f"verdict: {verdict or 'no baseline run yet: nothing to compare'}")
+        verdict = night_verdict(reports[-1])
+        print(f"verdict: {verdict[0] if verdict else 'no baseline run yet: nothing to compare'}")
     return 0
 
 

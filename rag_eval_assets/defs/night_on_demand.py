@@ -21,6 +21,7 @@ from dagster._core.remote_origin import InProcessCodeLocationOrigin
 from dagster._core.remote_representation.code_location import CodeLocation
 from dagster._core.remote_representation.external import RemoteRepository
 from dagster._core.run_coordinator import QueuedRunCoordinator
+from dagster._core.storage.dagster_run import NOT_FINISHED_STATUSES
 from dagster._core.storage.tags import RUN_KEY_TAG
 from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 from dagster._core.workspace.context import WorkspaceProcessContext, WorkspaceRequestContext
@@ -28,9 +29,8 @@ from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
 
 from rag_eval_assets.defs.automation import night_request
 from rag_eval_assets.defs.night_story import (
-    NIGHT_TAG, NIGHTLY_JOB, latest_night, night_failure, night_run_dir, pipeline_runs,
+    NIGHT_TAG, NIGHTLY_JOB, night_failure, pipeline_runs,
 )
-from rag_eval_assets.reports.night_verdict import night_verdict
 from rag_eval_assets.settings import Settings
 
 # The code location's name in workspace.yaml, deploy/nightly/workspace.yaml and the code server unit.
@@ -51,12 +51,10 @@ def start_night(instance: dg.DagsterInstance, settings: Settings, night: str) ->
         raise CannotStart(f"the instance in {instance.root_directory} has no run queue "
                           f"({type(instance.run_coordinator).__name__}): the daemon launches a night's run from it; "
                           "use deploy/dagster.yaml or deploy/nightly/dagster.yaml")
-    running = latest_night(instance)
-    unfinished = [r for r in instance.get_runs(dg.RunsFilter(job_name=NIGHTLY_JOB, tags={NIGHT_TAG: running}))
-                  if not r.is_finished] if running else []
+    unfinished = instance.get_runs(dg.RunsFilter(job_name=NIGHTLY_JOB, statuses=NOT_FINISHED_STATUSES), limit=1)
     if unfinished:
-        raise CannotStart(f"night {running} is still running (run {unfinished[0].run_id}): one night at a time; "
-                          "wait for it, or cancel its run in the UI")
+        raise CannotStart(f"night {unfinished[0].tags.get(NIGHT_TAG)} is still running (run {unfinished[0].run_id}): "
+                          "one night at a time; wait for it, or cancel its run in the UI")
     with _code_location(instance) as (workspace, location, repository):
         request = night_request(night, settings)
         remote_job = location.get_job(JobSubsetSelector(
@@ -101,10 +99,8 @@ def follow_night(instance: dg.DagsterInstance, settings: Settings, night: str,
                 reported.add(run.run_id)
                 on_finished(run)
         if night_run.is_finished:
-            if not night_run.is_success:
-                return night_failure(settings, instance, night_run)
-            verdict = night_verdict(night_run_dir(settings, runs))
-            return f"night {night} is complete" + (f"; verdict: {verdict[0]}" if verdict else ""), 0
+            return night_failure(settings, instance, night_run) if not night_run.is_success else \
+                (f"night {night} is complete", 0)
         time.sleep(POLL_S)
 
 

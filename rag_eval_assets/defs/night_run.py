@@ -53,24 +53,23 @@ def nightly_job(code_location: CodeLocation, cluster: ClusterRuns | None) -> dg.
         check_infrastructure(loaded)
         for line in recover_dead_runs(instance):
             context.log.info(f"recovered {line}")
-        steps = 0
+        steps, failed = 0, False
         try:
             for step in run_pipeline(
                 code_location(), loaded, instance, tags={**night_tags(name), **own_tags()},
                 around=lambda run_id: watching(instance, run_id, context.log.info),
                 on_cluster=cluster(instance) if cluster is not None else None, pipeline=pipeline,
             ):
-                steps += 1
+                steps, failed = steps + 1, not step.result.success
                 label = step.job + (f" [{step.partition}]" if step.partition else "")
                 context.log.info(f"{label}: {'succeeded' if step.result.success else 'FAILED'} "
                                  f"(run {step.result.run_id})")
         except CommitConflict as exc:
             raise dg.Failure(f"night {name} ran but was not committed: {exc}") from None
-        runs = pipeline_runs(instance, instance.get_run_by_id(run.run_id))
-        if any(not r.is_success for r in runs):
-            line, _ = night_failure(loaded, instance, instance.get_run_by_id(run.run_id))
-            raise dg.Failure(line)
-        verdict = night_verdict(night_run_dir(loaded, runs))
+        tagged = instance.get_run_by_id(run.run_id)  # with its tags as set above
+        if failed:  # run_pipeline stopped at the run that failed
+            raise dg.Failure(night_failure(loaded, instance, tagged)[0])
+        verdict = night_verdict(night_run_dir(loaded, pipeline_runs(instance, tagged)))
         context.log.info(f"night {name} is complete: {steps} run{'' if steps == 1 else 's'}, its tables committed"
                          + (f"; verdict: {verdict[0]}" if verdict else ""))
 

@@ -16,13 +16,16 @@ from rag_eval_assets.runs.listing import run_of_pipeline
 from rag_eval_assets.settings import Settings
 
 from rag_eval_assets.defs.jobs import METRICS_JOB
-from rag_eval_assets.defs.loaded_config import CHANGED
+from rag_eval_assets.defs.resources import ConfigChangedError
 from rag_eval_assets.defs.storage.parquet_io_manager import PIPELINE_TAG
 
 NIGHT_TAG = "rag_eval/night"
 NIGHTLY_JOB = "nightly_job"
 PARTITION_TAG = "dagster/partition"
 INPUT_ERROR = 2  # a night that cannot run as configured: INCOMPATIBLE, or a file the code location did not load
+# The night's own errors that a setting fixes: rag_eval.yaml edited since the code location loaded it, a cluster or
+# store that did not answer.
+SETTING_ERRORS = (ConfigChangedError.__name__, InfrastructureError.__name__)
 ENDED_BADLY = (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
 
 
@@ -40,13 +43,6 @@ def night_pipeline(night: str, run: dg.DagsterRun) -> str:
     """The pipeline of a night's run: `nightly-<night>`, and for a re-execution of it one of its own, so that it
     redoes what its failed parent left uncommitted rather than commit it (a worse report among it)."""
     return f"nightly-{night}" if run.parent_run_id is None else f"nightly-{night}-{run.run_id[:8]}"
-
-
-def latest_night(instance: dg.DagsterInstance) -> str | None:
-    """The newest night: that of the newest nightly_job run."""
-    for run in instance.get_runs(filters=dg.RunsFilter(job_name=NIGHTLY_JOB), limit=1):
-        return run.tags.get(NIGHT_TAG)
-    return None
 
 
 def pipeline_runs(instance: dg.DagsterInstance, night_run: dg.DagsterRun) -> list[dg.DagsterRun]:
@@ -83,12 +79,10 @@ def night_failure(settings: Settings, instance: dg.DagsterInstance, night_run: d
             if verdict is not None and verdict[1] != 0:
                 return verdict
         return f"{_label(failed)} {run_error(instance, failed)}; {again}", 1
-    error = run_error(instance, night_run)
-    if CHANGED in error:
-        return CHANGED + error.split(CHANGED, 1)[1], INPUT_ERROR
-    if f"{InfrastructureError.__name__}: " in error:  # the cluster or the store did not answer: a setting to fix
-        return error.split(f"{InfrastructureError.__name__}: ", 1)[1], INPUT_ERROR
-    return f"{NIGHTLY_JOB} {error}; {again}", 1
+    failure = _failure(instance, night_run)
+    if failure is not None and failure[1] in SETTING_ERRORS:  # a setting to fix: said as it is, no re-execution
+        return failure[2], INPUT_ERROR
+    return f"{NIGHTLY_JOB} {run_error(instance, night_run)}; {again}", 1
 
 
 def _label(run: dg.DagsterRun) -> str:
@@ -106,22 +100,31 @@ def run_error(instance: dg.DagsterInstance, run: dg.DagsterRun) -> str:
         if not check.passed:  # a blocking check: its description says why, Dagster's error only names it
             return (f"failed its check {check.asset_key.to_user_string()}:{check.check_name}: "
                     f"{one_line(check.description or 'no description')}")
+    failure = _failure(instance, run)
+    if failure is None:
+        return "failed"
+    where, cls_name, message = failure
+    return f"failed{f' at step {where}' if where else ''}: {f'{cls_name}: ' if cls_name else ''}{message}"
+
+
+def _failure(instance: dg.DagsterInstance, run: dg.DagsterRun) -> tuple[str | None, str, str] | None:
+    """(the failed step, None for the run's own failure; the class and message of the error our code raised, not
+    of Dagster's wrappers around it, no class when the run's failure names none), or None when nothing failed."""
     for entry in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
-        return f"failed at step {entry.step_key}: {_cause(entry.dagster_event.step_failure_data.error)}"
+        return entry.step_key, *_cause(entry.dagster_event.step_failure_data.error)
     for entry in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_FAILURE):
         error = getattr(entry.dagster_event.event_specific_data, "error", None)
-        return f"failed: {_cause(error) if error is not None else one_line(entry.message)}"
-    return "failed"
+        return None, *(_cause(error) if error is not None else ("", one_line(entry.message)))
+    return None
 
 
-def _cause(error) -> str:
-    """'Error: message' of the error our code raised, not of Dagster's wrappers around it."""
+def _cause(error) -> tuple[str, str]:
     chain = [error]
     while chain[-1].cause is not None:
         chain.append(chain[-1].cause)
     error = next((e for e in chain if not e.cls_name.startswith("Dagster")), chain[-1])
     # Dagster's message starts with the class's dotted path; the lines after the first say which input.
-    return f"{error.cls_name}: {one_line(error.message.strip().split(f'{error.cls_name}: ', 1)[-1])}"
+    return error.cls_name, one_line(error.message.strip().split(f"{error.cls_name}: ", 1)[-1])
 
 
 def one_line(text: str) -> str:
